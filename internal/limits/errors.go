@@ -1,0 +1,166 @@
+package limits
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Source says who has to act on a problem (SPEC §5).
+type Source string
+
+// The sources of SPEC §5. SourceService means nobody has to fix the document:
+// waiting helps.
+const (
+	SourceRequest  Source = "request"
+	SourceAuth     Source = "auth"
+	SourceDocument Source = "document"
+	SourceMetadata Source = "metadata"
+	SourceImage    Source = "image"
+	SourceService  Source = "service"
+)
+
+// Error codes used across outprint. A client branches on these, so they are
+// part of the contract and never change meaning.
+const (
+	CodeInvalid      = "invalid"        // a field or construct is malformed
+	CodeUnknown      = "unknown"        // an unknown metadata field
+	CodeMath         = "math"           // a formula outside the allowlist
+	CodeTeX          = "tex"            // TeX refused the document
+	CodeImage        = "image"          // an image that cannot be had or used
+	CodeTooLarge     = "too_large"      // the Markdown is over MaxMarkdownBytes
+	CodeTooManyPages = "too_many_pages" // the page limit was reached
+	CodePDFTooLarge  = "pdf_too_large"  // the PDF is over the size limit
+	CodeResource     = "resource"       // memory, processes, scratch or SVG time
+	CodeTimeout      = "timeout"        // the render time limit ran out
+	CodeBusy         = "busy"           // no slot and no place in the queue
+	CodeUserLimit    = "user_limit"     // the user already has renders running
+	CodeInternal     = "internal"       // our fault; details only in logs
+)
+
+// Problem is one entry of the error list. Line is the 1-based Markdown line,
+// or 0 when no line applies (it is written as null).
+type Problem struct {
+	Field   string `json:"field"`
+	Source  Source `json:"source"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Line    int    `json:"-"`
+}
+
+// MarshalJSON writes the problem in the shape of SPEC §5, with "line": null
+// when no line applies.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	var line any
+	if p.Line > 0 {
+		line = p.Line
+	}
+	return json.Marshal(struct {
+		Field   string `json:"field"`
+		Source  Source `json:"source"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Line    any    `json:"line"`
+	}{p.Field, p.Source, p.Code, p.Message, line})
+}
+
+// UnmarshalJSON reads the shape MarshalJSON writes.
+func (p *Problem) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Field   string `json:"field"`
+		Source  Source `json:"source"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Line    *int   `json:"line"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = Problem{Field: v.Field, Source: v.Source, Code: v.Code, Message: v.Message}
+	if v.Line != nil {
+		p.Line = *v.Line
+	}
+	return nil
+}
+
+// Error is a failed render or request that the client can act on: a list of
+// problems and the HTTP status the list is answered with. Status is part of
+// the error because the bound that produced it knows which answer it
+// deserves (SPEC §3); the HTTP layer only writes it out.
+type Error struct {
+	Status   int
+	Problems []Problem
+}
+
+// Error joins the problems into one line for logs.
+func (e *Error) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		if p.Line > 0 {
+			parts[i] = fmt.Sprintf("line %d: %s", p.Line, p.Message)
+		} else {
+			parts[i] = p.Message
+		}
+	}
+	return fmt.Sprintf("%d: %s", e.Status, strings.Join(parts, "; "))
+}
+
+// Code returns the code of the first problem, the one that decides how a
+// client or a job retry policy treats the whole list.
+func (e *Error) Code() string {
+	if len(e.Problems) == 0 {
+		return ""
+	}
+	return e.Problems[0].Code
+}
+
+// Invalid returns a 422 list: the document, its metadata or its images need
+// fixing. It returns nil when there are no problems, so callers can collect
+// and return in one step.
+func Invalid(problems ...Problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return &Error{Status: 422, Problems: problems}
+}
+
+// TooLarge is the 413 answer for a Markdown text over MaxMarkdownBytes.
+func TooLarge(size int64) error {
+	return &Error{Status: 413, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeTooLarge,
+		Message: fmt.Sprintf("the document is too large to render: %d bytes, at most %d", size, MaxMarkdownBytes),
+	}}}
+}
+
+// TooManyPages is the 413 answer for a document that reached the page limit.
+func TooManyPages(max int) error {
+	return &Error{Status: 413, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeTooManyPages,
+		Message: fmt.Sprintf("the document has too many pages (more than %d); shorten it", max),
+	}}}
+}
+
+// PDFTooLarge is the 413 answer for a PDF over the size limit.
+func PDFTooLarge(size, max int64) error {
+	return &Error{Status: 413, Problems: []Problem{{
+		Source: SourceDocument, Code: CodePDFTooLarge,
+		Message: fmt.Sprintf("the resulting PDF is too large (%d bytes, at most %d); remove or shrink images", size, max),
+	}}}
+}
+
+// Resource is the 413 answer for a render that hit a process bound (memory,
+// processes, scratch space, SVG conversion time).
+func Resource(what string) error {
+	return &Error{Status: 413, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeResource,
+		Message: fmt.Sprintf("the document needs more resources than a render may use: %s", what),
+	}}}
+}
+
+// Timeout is the 504 answer for a render that ran out of time.
+func Timeout(limit fmt.Stringer) error {
+	return &Error{Status: 504, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeTimeout,
+		Message: fmt.Sprintf("rendering took too long (limit %s); shorten the document", limit),
+	}}}
+}

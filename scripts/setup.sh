@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what outprint needs and is missing, and nothing else. Idempotent:
+# on a machine that has everything it only checks (a second or so).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: XeLaTeX and the LaTeX packages the preamble uses, fonts for
+# every script of the corpus (Noto, Noto CJK, Symbola for monochrome emoji),
+# rsvg-convert for SVG images, poppler (pdfinfo, pdftotext, pdffonts) and qpdf
+# for checking PDFs in tests, pandoc for the benchmark's peer.
+packages=(
+  texlive-xetex texlive-latex-recommended texlive-latex-extra
+  texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
+  lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
+  librsvg2-bin poppler-utils qpdf pandoc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  if [ -x /usr/local/go/bin/go ]; then
+    export PATH="/usr/local/go/bin:$PATH"
+  else
+    echo "setup: Go is not installed (need go $(sed -n 's/^go //p' go.mod) or newer)" >&2
+    exit 1
+  fi
+fi
+go mod download
