@@ -1,0 +1,51 @@
+// Command outprint turns Markdown into print-quality PDFs through XeLaTeX.
+// This file only wires things together; the logic lives in internal/.
+//
+//	outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+//
+// Exit codes: 0 success, 1 document or limit errors, 2 usage, 3 internal.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes of the command line.
+const (
+	exitOK       = 0
+	exitDocument = 1
+	exitUsage    = 2
+	exitInternal = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "render":
+		return renderCmd(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "outprint: unknown command %q\n%s", args[0], usage)
+	return exitUsage
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/tex"
+)
+
+// renderCmd is `outprint render`: one local render through the same
+// pipeline and limits as the service, with a cold TeX process.
+func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "output PDF (default: FILE with .pdf)")
+	meta := fs.String("metadata", "", "metadata JSON file (wins over front matter)")
+	asJSON := fs.Bool("json", false, "print errors as the JSON error list")
+	var files []string
+	// Flags may follow the file name: parse, take a positional, repeat.
+	for {
+		if err := fs.Parse(args); err != nil {
+			return exitUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		files = append(files, args[0])
+		args = args[1:]
+	}
+	if len(files) != 1 {
+		fmt.Fprint(stderr, "outprint render: want exactly one Markdown file\n"+usage)
+		return exitUsage
+	}
+	name := files[0]
+	if *out == "" {
+		*out = strings.TrimSuffix(name, filepath.Ext(name)) + ".pdf"
+	}
+
+	report := func(err error) int {
+		var le *limits.Error
+		if !errors.As(err, &le) {
+			fmt.Fprintf(stderr, "outprint: internal error: %v\n", err)
+			return exitInternal
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(map[string]any{"errors": le.Problems})
+		} else {
+			printProblems(stderr, name, le.Problems)
+		}
+		if le.Status >= 500 && le.Code() != limits.CodeTimeout {
+			return exitInternal
+		}
+		return exitDocument
+	}
+
+	md, err := readBounded(name, limits.MaxMarkdownBytes)
+	if err != nil {
+		fmt.Fprintf(stderr, "outprint render: %v\n", err)
+		return exitUsage
+	}
+	var metadata []byte
+	if *meta != "" {
+		if metadata, err = os.ReadFile(*meta); err != nil {
+			fmt.Fprintf(stderr, "outprint render: %v\n", err)
+			return exitUsage
+		}
+	}
+
+	runner, err := tex.NewRunner(tex.RunnerConfig{})
+	if err != nil {
+		return report(err)
+	}
+	p := render.New(render.Config{Engine: runner, Limits: renderLimits()})
+	req := render.Request{
+		Name: filepath.Base(name), Markdown: md, Metadata: metadata,
+		Images: images.Chain(images.Dir(filepath.Dir(name)), nil),
+	}
+	res, err := p.Do(ctx, req, progressPrinter(stderr))
+	if err != nil {
+		return report(err)
+	}
+	printProblems(stderr, name, res.Warnings)
+	if err := os.WriteFile(*out, res.PDF, 0o644); err != nil {
+		fmt.Fprintf(stderr, "outprint render: %v\n", err)
+		return exitInternal
+	}
+	fmt.Fprintf(stderr, "%s: %d pages, %d TeX runs, %.2fs\n", *out, res.Pages, res.Runs, res.Duration.Seconds())
+	return exitOK
+}
+
+// readBounded reads at most max+1 bytes, so that a too large file is
+// reported by the pipeline's size check without reading it all.
+func readBounded(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max+1))
+}
+
+// printProblems writes problems in the compiler style "file:line: message".
+func printProblems(w io.Writer, name string, problems []limits.Problem) {
+	for _, p := range problems {
+		where := name
+		if p.Line > 0 {
+			where = fmt.Sprintf("%s:%d", name, p.Line)
+		}
+		label := p.Message
+		if p.Source == limits.SourceDocument && p.Code != "" && p.Code != limits.CodeInvalid {
+			label = fmt.Sprintf("%s (%s)", p.Message, p.Code)
+		}
+		fmt.Fprintf(w, "%s: %s\n", where, label)
+	}
+}
+
+// progressPrinter shows pages as TeX ships them, only when stderr is a
+// terminal: logs and pipes get the summary line alone.
+func progressPrinter(stderr io.Writer) func(render.Progress) {
+	f, ok := stderr.(*os.File)
+	if !ok {
+		return nil
+	}
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+		return nil
+	}
+	return func(p render.Progress) {
+		if p.Phase == render.PhaseRendering && p.Pages > 0 {
+			fmt.Fprintf(stderr, "\rrendering: page %d", p.Pages)
+		}
+		if p.Phase == render.PhasePackaging {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+	}
+}
+
+// renderLimits reads the render bounds operators may set for the command
+// line too (OUTPRINT_TIMEOUT, OUTPRINT_MAX_PAGES, OUTPRINT_MAX_PDF_BYTES).
+func renderLimits() limits.Render {
+	return limits.DefaultRender()
+}
