@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# `make bench`: outprint against its peers on the shared corpus, in one run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-bin/outprint}
+corpus=../shared/corpus
+if [ ! -d "$corpus" ]; then
+  echo "bench: ../shared/corpus is missing; using examples/" >&2
+  docs=(examples/showcase.md)
+else
+  docs=("$corpus/memo.md" "$corpus/handbook.md" "$corpus/tables.md")
+fi
+echo "== one-shot render: outprint render vs pandoc --pdf-engine=xelatex (median of 5)"
+go run ./bench/compare -bin "$bin" -runs 5 "${docs[@]}"
+echo
+echo "== Markdown -> LaTeX conversion speed (go test -bench)"
+go test ./internal/markdown -run '^$' -bench BenchmarkLaTeX -benchtime 2s
