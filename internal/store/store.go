@@ -1,0 +1,270 @@
+// Package store keeps job artifacts — the inputs a job was accepted with and
+// the PDF it produced — under deterministic keys such as
+// "jobs/{id}/input/document.md" and "jobs/{id}/result.pdf".
+//
+// FS is the filesystem implementation used by the embedded default and by
+// deployments that share a volume. Its writes are atomic and durable (temp
+// file, fsync, rename, fsync of the folder), so that a job row committed after
+// Put returns always finds its input, even after a crash or power loss, and a
+// reader never sees half a file. The jobs package declares the small interface
+// it needs, so an S3-compatible store can replace FS without touching it.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ErrNotFound is returned by Get when no object is stored under the key.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrInvalidKey is returned for a key or prefix that could leave the store's
+// root or is not in the key syntax (see ValidKey).
+var ErrInvalidKey = errors.New("store: invalid key")
+
+// maxKeyBytes bounds a key. Keys are built by outprint, never taken from a
+// client verbatim; the bound only guards against a mistake producing path
+// names the filesystem refuses.
+const maxKeyBytes = 1024
+
+// tempPrefix marks files that Put writes before the rename. A crash can leave
+// one behind; List skips them and Delete of the owning prefix removes them.
+const tempPrefix = ".tmp-"
+
+// FS stores objects as files below a root folder. It is safe for concurrent
+// use; concurrent Puts of the same key are atomic, the last rename wins.
+type FS struct {
+	root string
+}
+
+// NewFS returns a store rooted at root, creating the folder when missing.
+func NewFS(root string) (*FS, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("store root %s: %w", root, err)
+	}
+	if err := os.MkdirAll(abs, 0o750); err != nil {
+		return nil, fmt.Errorf("store root %s: %w", abs, err)
+	}
+	return &FS{root: abs}, nil
+}
+
+// Root returns the folder the store writes to.
+func (s *FS) Root() string { return s.root }
+
+// ValidKey reports whether key is a relative, slash-separated path whose
+// segments are neither empty, "." nor "..", without backslashes or NUL bytes.
+// Such a key can never name a file outside the store's root.
+func ValidKey(key string) bool {
+	if key == "" || len(key) > maxKeyBytes || strings.HasPrefix(key, "/") {
+		return false
+	}
+	if strings.ContainsAny(key, "\\\x00") {
+		return false
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.HasPrefix(seg, tempPrefix) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *FS) path(key string) (string, error) {
+	if !ValidKey(key) {
+		return "", fmt.Errorf("%w: %q", ErrInvalidKey, key)
+	}
+	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+}
+
+// Put stores everything r yields under key, replacing any earlier object.
+// The object becomes visible only complete: Put writes a temporary file,
+// syncs it, renames it into place and syncs the folder, so once Put returns
+// the object survives a crash, and before that no reader sees it.
+func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	if err := s.mkdirs(dir); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err = copyCtx(ctx, f, r); err != nil {
+		return fmt.Errorf("put %s: write: %w", key, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("put %s: sync: %w", key, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("put %s: close: %w", key, err)
+	}
+	if err = ctx.Err(); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if err = os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("put %s: rename: %w", key, err)
+	}
+	if err = syncDir(dir); err != nil {
+		return fmt.Errorf("put %s: sync folder: %w", key, err)
+	}
+	return nil
+}
+
+// mkdirs creates dir and its missing parents below the root, syncing each
+// parent whose entry list changed so the new folders survive a crash too.
+func (s *FS) mkdirs(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	rel, err := filepath.Rel(s.root, dir)
+	if err != nil || rel == "." {
+		return err
+	}
+	cur := s.root
+	for _, seg := range strings.Split(rel, string(filepath.Separator)) {
+		next := filepath.Join(cur, seg)
+		err := os.Mkdir(next, 0o750)
+		switch {
+		case err == nil:
+			if err := syncDir(cur); err != nil {
+				return err
+			}
+		case errors.Is(err, fs.ErrExist):
+		default:
+			return err
+		}
+		cur = next
+	}
+	return nil
+}
+
+// Get opens the object stored under key. It returns an error wrapping
+// ErrNotFound when there is none. The caller closes the reader.
+func (s *FS) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		_ = f.Close()
+		return nil, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	return f, nil
+}
+
+// Delete removes every object whose key is prefix or starts with prefix
+// followed by "/" (a prefix names a whole key or a whole folder, e.g.
+// "jobs/{id}"). Deleting what does not exist is not an error.
+func (s *FS) Delete(ctx context.Context, prefix string) error {
+	prefix = strings.TrimSuffix(prefix, "/")
+	p, err := s.path(prefix)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w", prefix, err)
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return fmt.Errorf("delete %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// List returns the names of the entries directly below prefix (objects and
+// folders alike), sorted, without half-written temporary files. A prefix
+// that does not exist lists nothing. The jobs package uses it to find input
+// folders whose job row was never committed (a crash between storing the
+// input and committing the row).
+func (s *FS) List(ctx context.Context, prefix string) ([]string, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	p, err := s.path(prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	entries, err := os.ReadDir(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// copyCtx copies r to w and stops between chunks when ctx ends, so a Put
+// fed by a client that went away does not run to completion.
+func copyCtx(ctx context.Context, w io.Writer, r io.Reader) error {
+	buf := make([]byte, 64<<10)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
