@@ -1,0 +1,294 @@
+// Package metrics defines outprint's Prometheus metrics (SPEC §5,
+// Operations) on a registry the caller passes in. There are no package-level
+// collectors and nothing registers itself: cmd/outprint makes one registry,
+// hands it to New, and serves it on /metrics, so tests can use a fresh
+// registry each and two servers in one process never collide.
+//
+// Metrics imports nothing of outprint. Figures that live in another
+// package (admission state, the TeX pool, the job table) come in through
+// small structs of this package filled by functions the caller sets with
+// SetAdmissionSource, SetPoolSource and SetJobSource; cmd adapts
+// admission.Stats and the tex pool's figures to them. The functions run
+// during a scrape, so they must be cheap and safe for concurrent use.
+// Events (a refusal, a finished render, a queue wait) are recorded by the
+// code that sees them through the Observe and count methods.
+//
+// A nil *Metrics records nothing, so packages can take one optionally.
+package metrics
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "outprint"
+
+// AdmissionStats is the admission state a scrape reports. cmd fills it
+// from admission.Stats.
+type AdmissionStats struct {
+	Slots      int // configured slots
+	QueueDepth int // configured queue depth
+	Running    int // renders holding a slot
+	Queued     int // requests waiting for a slot
+}
+
+// PoolStats is the TeX warm pool's state a scrape reports. cmd fills it
+// from the tex package's pool figures.
+type PoolStats struct {
+	Warm     int    // processes warm and idle, ready for a document
+	Busy     int    // processes typesetting a document
+	Started  uint64 // processes started since the pool began
+	Replaced uint64 // processes replaced after use, death, hang or idle timeout
+	Failures uint64 // processes that failed to start or to warm up
+}
+
+// JobStats is the job table's state a scrape reports. The jobs package
+// fills it; a database query behind it should be cached, because scrapes
+// must stay fast.
+type JobStats struct {
+	Queued    int
+	Running   int
+	Succeeded int
+	Failed    int
+	Cancelled int
+	// OldestQueued is the age of the oldest job still queued, 0 when none
+	// is.
+	OldestQueued time.Duration
+}
+
+// Refusal codes pre-created so that their series exist (at 0) before the
+// first refusal; they match limits.CodeBusy and limits.CodeUserLimit.
+var refusalCodes = []string{"busy", "user_limit"}
+
+// Histogram buckets, in seconds. Render durations span a 60 ms warm
+// one-pager to the 60 s limit; queue waits span an immediate slot to
+// maxWait; job queue delays run up to an hour of backlog.
+var (
+	renderBuckets   = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 45, 60, 90}
+	waitBuckets     = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60}
+	jobDelayBuckets = []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+)
+
+// Metrics holds outprint's collectors. Create it with New.
+type Metrics struct {
+	refusals       *prometheus.CounterVec
+	renderDuration *prometheus.HistogramVec
+	queueWait      prometheus.Histogram
+	peakMemory     atomic.Int64
+	jobQueueDelay  prometheus.Histogram
+	jobFailures    *prometheus.CounterVec
+	jobRetries     prometheus.Counter
+	sources        *sourceCollector
+}
+
+// New creates the collectors and registers them with reg. It panics when
+// reg already holds collectors of the same names, like
+// prometheus.MustRegister: that is a wiring bug, found at startup.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "admission", Name: "refusals_total",
+			Help: "Render requests refused by admission control (429), by code: busy or user_limit.",
+		}, []string{"code"}),
+		renderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "render", Name: "duration_seconds",
+			Help:    "Wall-clock time of renders that held a slot, by result: ok or the error code.",
+			Buckets: renderBuckets,
+		}, []string{"result"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "admission", Name: "queue_wait_seconds",
+			Help:    "Time render requests waited in the admission queue for a slot, whether they got one or not.",
+			Buckets: waitBuckets,
+		}),
+		jobQueueDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "job", Name: "queue_delay_seconds",
+			Help:    "Time from a job's acceptance to the start of its render.",
+			Buckets: jobDelayBuckets,
+		}),
+		jobFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "job", Name: "failures_total",
+			Help: "Jobs that ended failed, by error code.",
+		}, []string{"code"}),
+		jobRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "job", Name: "retries_total",
+			Help: "Job attempts scheduled again after a transient failure.",
+		}),
+		sources: newSourceCollector(),
+	}
+	for _, code := range refusalCodes {
+		m.refusals.WithLabelValues(code)
+	}
+	peak := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "render", Name: "peak_memory_bytes",
+		Help: "Largest maximum resident set size of any render process since the service started.",
+	}, func() float64 { return float64(m.peakMemory.Load()) })
+	reg.MustRegister(m.refusals, m.renderDuration, m.queueWait, peak,
+		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.sources)
+	return m
+}
+
+// SetAdmissionSource makes scrapes report admission running, queued, slots
+// and queue depth from f. Until it is set those series are absent.
+func (m *Metrics) SetAdmissionSource(f func() AdmissionStats) {
+	if m != nil {
+		m.sources.admission.Store(&f)
+	}
+}
+
+// SetPoolSource makes scrapes report the TeX pool gauges and counters from
+// f. Until it is set (a gateway without local workers never sets it) those
+// series are absent.
+func (m *Metrics) SetPoolSource(f func() PoolStats) {
+	if m != nil {
+		m.sources.pool.Store(&f)
+	}
+}
+
+// SetJobSource makes scrapes report jobs by state and the oldest queued
+// job's age from f. Until it is set those series are absent.
+func (m *Metrics) SetJobSource(f func() JobStats) {
+	if m != nil {
+		m.sources.jobs.Store(&f)
+	}
+}
+
+// Refused counts one admission refusal with its code (busy, user_limit).
+func (m *Metrics) Refused(code string) {
+	if m != nil {
+		m.refusals.WithLabelValues(code).Inc()
+	}
+}
+
+// ObserveRender records the duration of one render that held a slot;
+// result is "ok" or the error code it ended with (a limits code, so the
+// label stays bounded).
+func (m *Metrics) ObserveRender(d time.Duration, result string) {
+	if m != nil {
+		m.renderDuration.WithLabelValues(result).Observe(d.Seconds())
+	}
+}
+
+// ObserveQueueWait records how long one request waited for a slot,
+// including waits that ended in a refusal or a disconnect, and 0 for a
+// request that found a free slot.
+func (m *Metrics) ObserveQueueWait(d time.Duration) {
+	if m != nil {
+		m.queueWait.Observe(d.Seconds())
+	}
+}
+
+// ObserveRenderMemory records the maximum resident set size of one render
+// process in bytes; the gauge keeps the largest seen.
+func (m *Metrics) ObserveRenderMemory(bytes int64) {
+	if m == nil {
+		return
+	}
+	for {
+		old := m.peakMemory.Load()
+		if bytes <= old || m.peakMemory.CompareAndSwap(old, bytes) {
+			return
+		}
+	}
+}
+
+// ObserveJobQueueDelay records the time from a job's acceptance to the
+// start of its render.
+func (m *Metrics) ObserveJobQueueDelay(d time.Duration) {
+	if m != nil {
+		m.jobQueueDelay.Observe(d.Seconds())
+	}
+}
+
+// JobFailed counts one job that ended failed with code.
+func (m *Metrics) JobFailed(code string) {
+	if m != nil {
+		m.jobFailures.WithLabelValues(code).Inc()
+	}
+}
+
+// JobRetried counts one job attempt scheduled again.
+func (m *Metrics) JobRetried() {
+	if m != nil {
+		m.jobRetries.Inc()
+	}
+}
+
+// sourceCollector reports the figures other packages own, read through
+// the functions set on Metrics at scrape time. A source that is not set
+// reports nothing; Prometheus allows a collector to send fewer metrics than
+// it describes.
+type sourceCollector struct {
+	admission atomic.Pointer[func() AdmissionStats]
+	pool      atomic.Pointer[func() PoolStats]
+	jobs      atomic.Pointer[func() JobStats]
+
+	running, queued, slots, queueDepth *prometheus.Desc
+	warm, busy, started, replaced      *prometheus.Desc
+	failures                           *prometheus.Desc
+	jobsByState, oldestQueued          *prometheus.Desc
+}
+
+func newSourceCollector() *sourceCollector {
+	d := func(subsystem, name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, subsystem, name), help, labels, nil)
+	}
+	return &sourceCollector{
+		running:      d("admission", "running", "Renders holding an admission slot."),
+		queued:       d("admission", "queued", "Render requests waiting in the admission queue."),
+		slots:        d("admission", "slots", "Configured admission slots (admission.slots)."),
+		queueDepth:   d("admission", "queue_depth", "Configured admission queue depth (admission.queueDepth)."),
+		warm:         d("tex_pool", "warm", "Warm TeX processes idle and ready for a document."),
+		busy:         d("tex_pool", "busy", "TeX processes typesetting a document."),
+		started:      d("tex_pool", "started_total", "TeX processes the pool started."),
+		replaced:     d("tex_pool", "replaced_total", "TeX processes the pool replaced after use, death, hang or idle timeout."),
+		failures:     d("tex_pool", "failures_total", "TeX processes that failed to start or warm up."),
+		jobsByState:  d("", "jobs", "Jobs in the job table, by state.", "state"),
+		oldestQueued: d("jobs", "oldest_queued_age_seconds", "Age of the oldest queued job, 0 when none is queued."),
+	}
+}
+
+func (s *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		s.running, s.queued, s.slots, s.queueDepth,
+		s.warm, s.busy, s.started, s.replaced, s.failures,
+		s.jobsByState, s.oldestQueued,
+	} {
+		ch <- d
+	}
+}
+
+func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	if f := s.admission.Load(); f != nil {
+		a := (*f)()
+		gauge(s.running, float64(a.Running))
+		gauge(s.queued, float64(a.Queued))
+		gauge(s.slots, float64(a.Slots))
+		gauge(s.queueDepth, float64(a.QueueDepth))
+	}
+	if f := s.pool.Load(); f != nil {
+		p := (*f)()
+		gauge(s.warm, float64(p.Warm))
+		gauge(s.busy, float64(p.Busy))
+		counter(s.started, p.Started)
+		counter(s.replaced, p.Replaced)
+		counter(s.failures, p.Failures)
+	}
+	if f := s.jobs.Load(); f != nil {
+		j := (*f)()
+		gauge(s.jobsByState, float64(j.Queued), "queued")
+		gauge(s.jobsByState, float64(j.Running), "running")
+		gauge(s.jobsByState, float64(j.Succeeded), "succeeded")
+		gauge(s.jobsByState, float64(j.Failed), "failed")
+		gauge(s.jobsByState, float64(j.Cancelled), "cancelled")
+		gauge(s.oldestQueued, j.OldestQueued.Seconds())
+	}
+}

@@ -1,0 +1,267 @@
+package metrics
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func gather(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather() = %v", err)
+	}
+	out := make(map[string]*dto.MetricFamily, len(mfs))
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func TestSourcesAbsentUntilSet(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	New(reg)
+	got := gather(t, reg)
+	for _, name := range []string{
+		"outprint_admission_running", "outprint_admission_queued",
+		"outprint_tex_pool_warm", "outprint_jobs", "outprint_jobs_oldest_queued_age_seconds",
+	} {
+		if _, ok := got[name]; ok {
+			t.Errorf("%s reported before its source was set", name)
+		}
+	}
+	// Event metrics exist from the start, refusals with both codes at 0.
+	for _, name := range []string{"outprint_admission_refusals_total", "outprint_render_peak_memory_bytes",
+		"outprint_admission_queue_wait_seconds", "outprint_job_queue_delay_seconds", "outprint_job_retries_total"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("%s missing from a fresh registry", name)
+		}
+	}
+}
+
+func TestSources(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	adm := AdmissionStats{Slots: 2, QueueDepth: 4, Running: 2, Queued: 3}
+	m.SetAdmissionSource(func() AdmissionStats { return adm })
+	m.SetPoolSource(func() PoolStats {
+		return PoolStats{Warm: 1, Busy: 2, Started: 10, Replaced: 7, Failures: 1}
+	})
+	m.SetJobSource(func() JobStats {
+		return JobStats{Queued: 5, Running: 1, Succeeded: 20, Failed: 2, Cancelled: 3, OldestQueued: 90 * time.Second}
+	})
+	want := `
+# HELP outprint_admission_queue_depth Configured admission queue depth (admission.queueDepth).
+# TYPE outprint_admission_queue_depth gauge
+outprint_admission_queue_depth 4
+# HELP outprint_admission_queued Render requests waiting in the admission queue.
+# TYPE outprint_admission_queued gauge
+outprint_admission_queued 3
+# HELP outprint_admission_running Renders holding an admission slot.
+# TYPE outprint_admission_running gauge
+outprint_admission_running 2
+# HELP outprint_admission_slots Configured admission slots (admission.slots).
+# TYPE outprint_admission_slots gauge
+outprint_admission_slots 2
+# HELP outprint_jobs Jobs in the job table, by state.
+# TYPE outprint_jobs gauge
+outprint_jobs{state="cancelled"} 3
+outprint_jobs{state="failed"} 2
+outprint_jobs{state="queued"} 5
+outprint_jobs{state="running"} 1
+outprint_jobs{state="succeeded"} 20
+# HELP outprint_jobs_oldest_queued_age_seconds Age of the oldest queued job, 0 when none is queued.
+# TYPE outprint_jobs_oldest_queued_age_seconds gauge
+outprint_jobs_oldest_queued_age_seconds 90
+# HELP outprint_tex_pool_busy TeX processes typesetting a document.
+# TYPE outprint_tex_pool_busy gauge
+outprint_tex_pool_busy 2
+# HELP outprint_tex_pool_failures_total TeX processes that failed to start or warm up.
+# TYPE outprint_tex_pool_failures_total counter
+outprint_tex_pool_failures_total 1
+# HELP outprint_tex_pool_replaced_total TeX processes the pool replaced after use, death, hang or idle timeout.
+# TYPE outprint_tex_pool_replaced_total counter
+outprint_tex_pool_replaced_total 7
+# HELP outprint_tex_pool_started_total TeX processes the pool started.
+# TYPE outprint_tex_pool_started_total counter
+outprint_tex_pool_started_total 10
+# HELP outprint_tex_pool_warm Warm TeX processes idle and ready for a document.
+# TYPE outprint_tex_pool_warm gauge
+outprint_tex_pool_warm 1
+`
+	names := []string{
+		"outprint_admission_queue_depth", "outprint_admission_queued", "outprint_admission_running", "outprint_admission_slots",
+		"outprint_jobs", "outprint_jobs_oldest_queued_age_seconds",
+		"outprint_tex_pool_busy", "outprint_tex_pool_failures_total", "outprint_tex_pool_replaced_total",
+		"outprint_tex_pool_started_total", "outprint_tex_pool_warm",
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	// The source is read at every scrape, not copied once.
+	adm.Running, adm.Queued = 0, 0
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP outprint_admission_running Renders holding an admission slot.
+# TYPE outprint_admission_running gauge
+outprint_admission_running 0
+`), "outprint_admission_running"); err != nil {
+		t.Errorf("after the state changed: %v", err)
+	}
+}
+
+func TestEvents(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.Refused("busy")
+	m.Refused("busy")
+	m.Refused("user_limit")
+	for _, tc := range []struct {
+		code string
+		want float64
+	}{{"busy", 2}, {"user_limit", 1}} {
+		if got := testutil.ToFloat64(m.refusals.WithLabelValues(tc.code)); got != tc.want {
+			t.Errorf("refusals{code=%q} = %v, want %v", tc.code, got, tc.want)
+		}
+	}
+
+	m.ObserveRender(2*time.Second, "ok")
+	m.ObserveRender(500*time.Millisecond, "ok")
+	m.ObserveRender(time.Minute, "timeout")
+	m.ObserveQueueWait(0)
+	m.ObserveQueueWait(3 * time.Second)
+	m.ObserveJobQueueDelay(10 * time.Second)
+	m.JobFailed("tex")
+	m.JobFailed("tex")
+	m.JobFailed("timeout")
+	m.JobRetried()
+
+	got := gather(t, reg)
+	hist := func(name, label, value string) *dto.Histogram {
+		t.Helper()
+		mf, ok := got[name]
+		if !ok {
+			t.Fatalf("%s not gathered", name)
+		}
+		for _, mt := range mf.GetMetric() {
+			if label == "" {
+				return mt.GetHistogram()
+			}
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return mt.GetHistogram()
+				}
+			}
+		}
+		t.Fatalf("%s{%s=%q} not gathered", name, label, value)
+		return nil
+	}
+	for _, tc := range []struct {
+		name, label, value string
+		count              uint64
+		sum                float64
+	}{
+		{"outprint_render_duration_seconds", "result", "ok", 2, 2.5},
+		{"outprint_render_duration_seconds", "result", "timeout", 1, 60},
+		{"outprint_admission_queue_wait_seconds", "", "", 2, 3},
+		{"outprint_job_queue_delay_seconds", "", "", 1, 10},
+	} {
+		h := hist(tc.name, tc.label, tc.value)
+		if h.GetSampleCount() != tc.count || h.GetSampleSum() != tc.sum {
+			t.Errorf("%s{%s=%q} count, sum = %d, %v, want %d, %v", tc.name, tc.label, tc.value,
+				h.GetSampleCount(), h.GetSampleSum(), tc.count, tc.sum)
+		}
+	}
+	if got := testutil.ToFloat64(m.jobFailures.WithLabelValues("tex")); got != 2 {
+		t.Errorf("job failures{code=tex} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.jobRetries); got != 1 {
+		t.Errorf("job retries = %v, want 1", got)
+	}
+}
+
+// The peak memory gauge keeps the largest value, also under concurrent
+// observers.
+func TestPeakMemory(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				m.ObserveRenderMemory(int64(g*1000 + i))
+			}
+		})
+	}
+	wg.Wait()
+	m.ObserveRenderMemory(5)
+	mf := gather(t, reg)["outprint_render_peak_memory_bytes"]
+	if got := mf.GetMetric()[0].GetGauge().GetValue(); got != 7999 {
+		t.Errorf("peak memory = %v, want 7999", got)
+	}
+}
+
+// Each Metrics lives on its own registry: two in one process do not
+// collide, and registering twice on one registry is caught at startup.
+func TestNoGlobals(t *testing.T) {
+	a, b := New(prometheus.NewRegistry()), New(prometheus.NewRegistry())
+	a.Refused("busy")
+	if got := testutil.ToFloat64(b.refusals.WithLabelValues("busy")); got != 0 {
+		t.Errorf("second registry's refusals = %v, want 0", got)
+	}
+	reg := prometheus.NewRegistry()
+	New(reg)
+	defer func() {
+		if recover() == nil {
+			t.Error("New on a registry that already holds outprint's metrics did not panic")
+		}
+	}()
+	New(reg)
+}
+
+func TestNilMetricsRecordsNothing(t *testing.T) {
+	var m *Metrics
+	m.Refused("busy")
+	m.ObserveRender(time.Second, "ok")
+	m.ObserveQueueWait(time.Second)
+	m.ObserveRenderMemory(1)
+	m.ObserveJobQueueDelay(time.Second)
+	m.JobFailed("tex")
+	m.JobRetried()
+	m.SetAdmissionSource(func() AdmissionStats { return AdmissionStats{} })
+	m.SetPoolSource(func() PoolStats { return PoolStats{} })
+	m.SetJobSource(func() JobStats { return JobStats{} })
+}
+
+// Every metric passes Prometheus' own naming and help lint.
+func TestLint(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.SetAdmissionSource(func() AdmissionStats { return AdmissionStats{} })
+	m.SetPoolSource(func() PoolStats { return PoolStats{} })
+	m.SetJobSource(func() JobStats { return JobStats{} })
+	m.ObserveRender(time.Second, "ok")
+	m.JobFailed("tex")
+	problems, err := promlint.NewWithMetricFamilies(mustGather(t, reg)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
