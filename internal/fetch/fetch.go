@@ -204,6 +204,11 @@ type Request struct {
 	MaxBytes int64
 	// Timeout overrides Config.Timeout for this request when positive.
 	Timeout time.Duration
+	// KeepTruncated returns a body over the cap cut to cap+1 bytes instead
+	// of failing with ErrTooLarge, for callers that tell "too large" by
+	// length (the Source contract of package images). At most cap+1 bytes
+	// are read either way.
+	KeepTruncated bool
 }
 
 // Response is the answer to Do. Body holds at most the cap.
@@ -282,7 +287,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	defer resp.Body.Close()
 
-	if resp.ContentLength > maxBytes {
+	if resp.ContentLength > maxBytes && !r.KeepTruncated {
 		return nil, fmt.Errorf("%s %s: %w: %d bytes announced, at most %d", method, shown, ErrTooLarge, resp.ContentLength, maxBytes)
 	}
 	// Read at most one byte more than allowed: enough to know the body is
@@ -291,7 +296,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if err != nil {
 		return nil, c.explain(ctx, fmt.Errorf("%s %s: read body: %w", method, shown, err))
 	}
-	if int64(len(data)) > maxBytes {
+	if int64(len(data)) > maxBytes && !r.KeepTruncated {
 		return nil, fmt.Errorf("%s %s: %w: more than %d bytes", method, shown, ErrTooLarge, maxBytes)
 	}
 	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: data, URL: resp.Request.URL}, nil
