@@ -1,0 +1,430 @@
+// Package config reads outprint's service configuration (SPEC §6): a YAML
+// file and OUTPRINT_* environment variables over embedded defaults.
+//
+// Both are strict, because a typo that silently keeps a default is worse
+// than a process that does not start: an unknown key, a duplicate key, a
+// value of the wrong type or out of range, and an unknown OUTPRINT_*
+// variable are errors that name the key (with file and line) or the
+// variable. Load reports every error at once, so an operator fixes a
+// configuration in one pass.
+//
+// Every setting has one entry in a table (settings.go) that gives its key,
+// its variable and its parser; the file and the environment go through the
+// same parser, so they are validated the same way by construction.
+//
+// Only cmd/outprint assembles a Config; the packages it configures take
+// their own small option structs.
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// EnvConfig names the configuration file when --config is not given. It is
+// the one OUTPRINT_* variable that is not a setting.
+const EnvConfig = "OUTPRINT_CONFIG"
+
+// Config is the effective service configuration. Default returns the
+// embedded defaults; Load applies a file and the environment over them.
+type Config struct {
+	// Listen is the HTTP listen address, host:port (default
+	// 127.0.0.1:8080; OUTPRINT_LISTEN). Without API keys and Outline it
+	// must be a loopback address (CheckListen).
+	Listen string
+	// DataDir holds the embedded database, job inputs and results
+	// (default ./outprint-data; OUTPRINT_DATA_DIR).
+	DataDir string
+	// Database is sqlite://PATH or postgres://… (default
+	// sqlite://<DataDir>/outprint.db; OUTPRINT_DATABASE).
+	Database string
+	// Admission bounds concurrent renders (SPEC §4).
+	Admission Admission
+	// Outline connects outprint to an Outline wiki.
+	Outline Outline
+	// Images bounds where external images come from.
+	Images Images
+	// Auth holds the API keys.
+	Auth Auth
+	// Jobs sets job retention.
+	Jobs Jobs
+	// Render holds the configurable render limits (SPEC §3).
+	Render Render
+	// Pool sizes the warm TeX pool.
+	Pool Pool
+	// Shutdown bounds a graceful stop.
+	Shutdown Shutdown
+
+	// origins says where each key's value came from ("file.yaml:5",
+	// "OUTPRINT_LISTEN"); keys at their default are absent. Effective and
+	// messages that relate two keys use it.
+	origins map[string]string
+}
+
+// Admission holds the admission control bounds (SPEC §4).
+type Admission struct {
+	// Slots is how many renders run at once (default 1, positive;
+	// OUTPRINT_ADMISSION_SLOTS).
+	Slots int
+	// QueueDepth is how many requests may wait for a slot (default 4,
+	// zero or positive; OUTPRINT_ADMISSION_QUEUE_DEPTH).
+	QueueDepth int
+	// PerUser is how many renders one user may have queued and running
+	// (default 1, positive; OUTPRINT_ADMISSION_PER_USER).
+	PerUser int
+	// MaxWait bounds a wait in the queue (default 60s, positive;
+	// OUTPRINT_ADMISSION_MAX_WAIT).
+	MaxWait time.Duration
+}
+
+// Outline holds the Outline connection.
+type Outline struct {
+	// URL is Outline's public URL, e.g. https://wiki.example.com, without
+	// a trailing slash (default "": Outline off; OUTPRINT_OUTLINE_URL).
+	// It enables /render and /status.
+	URL string
+}
+
+// Images bounds external images.
+type Images struct {
+	// AllowHosts are the hosts external images may come from besides
+	// Outline (default none; OUTPRINT_IMAGES_ALLOW_HOSTS, comma-separated):
+	// "example.com" (any port), "example.com:8443" or "*.example.com"
+	// (any subdomain), lower-cased.
+	AllowHosts []string
+}
+
+// Auth holds the API keys. They come only from the file.
+type Auth struct {
+	// APIKeys are the accepted API keys as SHA-256 digests (default none).
+	APIKeys []APIKey
+}
+
+// APIKey is one accepted API key: its digest, and the user and tenant a
+// request with it acts as.
+type APIKey struct {
+	User   string
+	Tenant string
+	// SHA256 is the lower-case hex SHA-256 of the key (64 digits); the
+	// key itself is never configured.
+	SHA256 string
+}
+
+// Jobs sets job retention.
+type Jobs struct {
+	// TTL is how long job inputs and results are kept (default 1h,
+	// positive; OUTPRINT_JOBS_TTL).
+	TTL time.Duration
+}
+
+// Render holds the render limits an operator may set (SPEC §3).
+type Render struct {
+	// Timeout bounds one render (default 60s, positive; OUTPRINT_TIMEOUT).
+	Timeout time.Duration
+	// MaxPages is the page limit (default 500, 1 to 500: it can only be
+	// lowered; OUTPRINT_MAX_PAGES).
+	MaxPages int
+	// MaxPDFBytes is the PDF size limit (default 50 MiB, 1 byte to 50 MiB;
+	// OUTPRINT_MAX_PDF_BYTES). Suffixes KiB and MiB are accepted.
+	MaxPDFBytes int64
+}
+
+// Limits returns the render bounds in the shape the render pipeline takes.
+func (r Render) Limits() limits.Render {
+	return limits.Render{Timeout: r.Timeout, MaxPages: r.MaxPages, MaxPDFBytes: r.MaxPDFBytes}
+}
+
+// Pool sizes the warm TeX pool.
+type Pool struct {
+	// Min is how many warm processes are kept even when idle (default 1,
+	// zero or positive; OUTPRINT_POOL_MIN).
+	Min int
+	// Max bounds the pool, and with it the render budget (default 0:
+	// derived by the tex package from the cgroup CPU and memory limits at
+	// startup; OUTPRINT_POOL_MAX). When set, Min must not exceed it.
+	Max int
+	// IdleTimeout ends warm processes above Min that waited this long
+	// (default 5m, positive; OUTPRINT_POOL_IDLE_TIMEOUT).
+	IdleTimeout time.Duration
+}
+
+// Shutdown bounds a graceful stop.
+type Shutdown struct {
+	// Grace is how long running renders may finish after SIGTERM (default
+	// 30s, zero or positive; OUTPRINT_SHUTDOWN_GRACE).
+	Grace time.Duration
+}
+
+// Default returns the embedded defaults.
+func Default() *Config {
+	c := &Config{
+		Listen:  "127.0.0.1:8080",
+		DataDir: "./outprint-data",
+		Admission: Admission{
+			Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: 60 * time.Second,
+		},
+		Jobs:     Jobs{TTL: time.Hour},
+		Render:   Render{Timeout: limits.DefaultRenderTimeout, MaxPages: limits.DefaultMaxPages, MaxPDFBytes: limits.MaxPDFBytes},
+		Pool:     Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
+		Shutdown: Shutdown{Grace: 30 * time.Second},
+		origins:  map[string]string{},
+	}
+	c.Database = defaultDatabase(c.DataDir)
+	return c
+}
+
+func defaultDatabase(dataDir string) string {
+	return "sqlite://" + strings.TrimSuffix(dataDir, "/") + "/outprint.db"
+}
+
+// Load returns the configuration: the embedded defaults, the YAML file at
+// path over them (none when path is ""), and the OUTPRINT_* variables of
+// env (os.Environ() form, "NAME=value") over both. It reports every problem
+// at once, joined with errors.Join; with any, the Config is nil.
+func Load(path string, env []string) (*Config, error) {
+	c := Default()
+	var errs []error
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read configuration: %w", err)
+		}
+		errs = append(errs, c.applyFile(path, data)...)
+	}
+	errs = append(errs, c.applyEnv(env)...)
+	if _, set := c.origins["database"]; !set {
+		c.Database = defaultDatabase(c.DataDir)
+	}
+	errs = append(errs, c.check()...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// applyFile decodes one YAML document and applies its keys.
+func (c *Config) applyFile(path string, data []byte) []error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // an empty file keeps every default
+		}
+		return []error{fmt.Errorf("%s: %w", path, err)}
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return []error{fmt.Errorf("%s: %w", path, err)}
+	default:
+		return []error{fmt.Errorf("%s:%d: more than one YAML document; a configuration is one mapping", path, extra.Line)}
+	}
+	f := &fileDecoder{path: path, c: c}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if isNull(root) {
+		return nil
+	}
+	f.mapping(root, "")
+	return f.sorted()
+}
+
+// applyEnv applies the OUTPRINT_* variables of env.
+func (c *Config) applyEnv(env []string) []error {
+	var errs []error
+	for _, kv := range env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, "OUTPRINT_") || name == EnvConfig {
+			continue
+		}
+		s := findEnv(name)
+		switch {
+		case strings.HasPrefix(name, "OUTPRINT_AUTH"):
+			errs = append(errs, fmt.Errorf("%s is not allowed: API keys come only from the configuration file (auth.apiKeys)", name))
+		case s == nil:
+			msg := fmt.Sprintf("unknown environment variable %s", name)
+			if guess := suggest(name, envNames()); guess != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", guess)
+			}
+			errs = append(errs, errors.New(msg))
+		case s.list != nil:
+			var items []string
+			if strings.TrimSpace(value) != "" {
+				items = strings.Split(value, ",")
+			}
+			out, bad := checkList(s, items)
+			for _, b := range bad {
+				errs = append(errs, fmt.Errorf("%s item %d %s (got %q)", name, b.i+1, b.reason, b.raw))
+			}
+			if len(bad) == 0 {
+				s.setList(c, out)
+				c.origins[s.key] = name
+			}
+		default:
+			if reason := s.scalar(c, value); reason != "" {
+				errs = append(errs, fmt.Errorf("%s %s (got %q)", name, reason, s.quote(value)))
+			} else {
+				c.origins[s.key] = name
+			}
+		}
+	}
+	return errs
+}
+
+// listProblem is one refused item of a list setting.
+type listProblem struct {
+	i           int // 0-based index
+	reason, raw string
+}
+
+// checkList normalizes and checks the items of a list setting.
+func checkList(s *setting, items []string) (out []string, bad []listProblem) {
+	out = make([]string, 0, len(items))
+	for i, raw := range items {
+		v, reason := s.list(strings.TrimSpace(raw))
+		if reason != "" {
+			bad = append(bad, listProblem{i, reason, raw})
+			continue
+		}
+		out = append(out, v)
+	}
+	return out, bad
+}
+
+// check validates what single settings cannot: relations between keys.
+func (c *Config) check() []error {
+	var errs []error
+	if c.Pool.Max > 0 && c.Pool.Min > c.Pool.Max {
+		errs = append(errs, fmt.Errorf("pool.min %d%s must not be above pool.max %d%s",
+			c.Pool.Min, c.from("pool.min"), c.Pool.Max, c.from("pool.max")))
+	}
+	return errs
+}
+
+// from returns " (from ORIGIN)" for a key that did not keep its default.
+func (c *Config) from(key string) string {
+	if o, ok := c.origins[key]; ok {
+		return " (from " + o + ")"
+	}
+	return ""
+}
+
+// Anonymous reports whether requests are accepted without credentials, as
+// user "local": no API keys and no Outline are configured.
+func (c *Config) Anonymous() bool {
+	return len(c.Auth.APIKeys) == 0 && c.Outline.URL == ""
+}
+
+// CheckListen refuses a listen address other than loopback in anonymous
+// mode, where anyone who reaches the port could render. serve calls it at
+// startup.
+func (c *Config) CheckListen() error {
+	if !c.Anonymous() {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %q%s is not host:port", c.Listen, c.from("listen"))
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	return fmt.Errorf("listen %s%s is not a loopback address, and with no API keys (auth.apiKeys) and no Outline (outline.url) "+
+		"configured anyone who reaches it could render anonymously: set listen (OUTPRINT_LISTEN) to a loopback "+
+		"address such as 127.0.0.1:%s, or configure API keys or Outline", c.Listen, c.from("listen"), port)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// LookupKey returns the user and tenant of the API key bearer (the token of
+// an Authorization: Bearer header). The SHA-256 of bearer is compared with
+// every configured digest in constant time, so neither the answer's timing
+// nor which key matched tells anything about the configured digests.
+func (c *Config) LookupKey(bearer string) (user, tenant string, ok bool) {
+	if bearer == "" {
+		return "", "", false
+	}
+	sum := sha256.Sum256([]byte(bearer))
+	found := -1
+	for i, k := range c.Auth.APIKeys {
+		want, err := hex.DecodeString(k.SHA256)
+		if err != nil || len(want) != sha256.Size {
+			continue
+		}
+		if subtle.ConstantTimeCompare(sum[:], want) == 1 && found < 0 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", "", false
+	}
+	return c.Auth.APIKeys[found].User, c.Auth.APIKeys[found].Tenant, true
+}
+
+// KeyDigest returns the lower-case hex SHA-256 of an API key: the value
+// auth.apiKeys[].sha256 wants.
+func KeyDigest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// OutlineURL returns Outline's URL parsed, or nil when Outline is off.
+func (c *Config) OutlineURL() *url.URL {
+	if c.Outline.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.Outline.URL)
+	if err != nil {
+		return nil // Load validated it; a hand-made Config may not be.
+	}
+	return u
+}
+
+// DatabaseDriver splits Database into the driver ("sqlite" or "postgres")
+// and what that driver opens: the file path for SQLite, the whole URL for
+// PostgreSQL.
+func (c *Config) DatabaseDriver() (driver, dsn string) {
+	if p, ok := strings.CutPrefix(c.Database, "sqlite://"); ok {
+		return "sqlite", p
+	}
+	return "postgres", c.Database
+}
+
+// Path returns the configuration file to load: flag (from --config) when
+// set, otherwise OUTPRINT_CONFIG from env, otherwise "" (embedded defaults
+// only).
+func Path(flag string, env []string) string {
+	if flag != "" {
+		return flag
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, EnvConfig+"="); ok {
+			path = v // the last one wins, as in os/exec
+		}
+	}
+	return path
+}
