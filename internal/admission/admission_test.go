@@ -744,3 +744,44 @@ func TestHammer(t *testing.T) {
 		t.Errorf("running = %d at the end, want 0", running.Load())
 	}
 }
+
+// BenchmarkAdmit measures one uncontended admission: Enter, Acquire, Done.
+func BenchmarkAdmit(b *testing.B) {
+	c := New(Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
+	ctx := context.Background()
+	for b.Loop() {
+		tk, err := c.Enter("u")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tk.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		tk.Done(time.Second)
+	}
+}
+
+// BenchmarkRefusal measures the busy refusal of a saturated controller,
+// from many goroutines at once: the cost a refused client pays before its
+// 429.
+func BenchmarkRefusal(b *testing.B) {
+	c := New(Config{Slots: 1, QueueDepth: 0, PerUser: 1 << 30, MaxWait: time.Minute})
+	holder, _ := c.Enter("holder")
+	if err := holder.Acquire(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer holder.Done(0)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			tk, err := c.Enter("u")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := tk.Acquire(ctx); refusalCode(err) != limits.CodeBusy {
+				b.Fatalf("Acquire = %v, want busy", err)
+			}
+			tk.Done(0)
+		}
+	})
+}

@@ -173,6 +173,7 @@ func TestEnvVars(t *testing.T) {
 		{"OUTPRINT_SHUTDOWN_GRACE=5s", func(c *Config) any { return c.Shutdown.Grace }, 5 * time.Second},
 		// Not settings: ignored.
 		{"OUTPRINT_CONFIG=/etc/outprint.yaml", func(c *Config) any { return plain(c) }, plain(Default())},
+		{"OUTPRINT_FAILPOINT=during-render", func(c *Config) any { return plain(c) }, plain(Default())},
 		{"HOME=/root", func(c *Config) any { return plain(c) }, plain(Default())},
 		{"OUTPRINT_BROKEN", func(c *Config) any { return plain(c) }, plain(Default())},
 	} {
@@ -190,7 +191,7 @@ func TestEnvVars(t *testing.T) {
 // The table covers every variable the package accepts.
 func TestEnvVarsComplete(t *testing.T) {
 	want := []string{
-		"OUTPRINT_CONFIG", "OUTPRINT_LISTEN", "OUTPRINT_DATA_DIR", "OUTPRINT_DATABASE",
+		"OUTPRINT_CONFIG", "OUTPRINT_FAILPOINT", "OUTPRINT_LISTEN", "OUTPRINT_DATA_DIR", "OUTPRINT_DATABASE",
 		"OUTPRINT_ADMISSION_SLOTS", "OUTPRINT_ADMISSION_QUEUE_DEPTH", "OUTPRINT_ADMISSION_PER_USER", "OUTPRINT_ADMISSION_MAX_WAIT",
 		"OUTPRINT_OUTLINE_URL", "OUTPRINT_IMAGES_ALLOW_HOSTS", "OUTPRINT_JOBS_TTL",
 		"OUTPRINT_TIMEOUT", "OUTPRINT_MAX_PAGES", "OUTPRINT_MAX_PDF_BYTES",

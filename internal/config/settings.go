@@ -161,10 +161,10 @@ func isGroup(key string) bool {
 	return false
 }
 
-// EnvVars returns every OUTPRINT_* variable Load accepts, in table order,
-// with EnvConfig first.
+// EnvVars returns every OUTPRINT_* variable Load accepts: EnvConfig and
+// EnvFailpoint first, then the settings in table order.
 func EnvVars() []string {
-	return append([]string{EnvConfig}, envNames()...)
+	return append([]string{EnvConfig, EnvFailpoint}, envNames()...)
 }
 
 func envNames() []string {
