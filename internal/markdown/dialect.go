@@ -1,0 +1,465 @@
+package markdown
+
+import (
+	"bytes"
+
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// This file holds the goldmark extensions for Outline's dialect: notices,
+// toggles, math, underline, highlight and placeholders. They only build
+// nodes; the LaTeX writer decides what the nodes look like.
+
+// Node kinds of the dialect.
+var (
+	KindNotice      = ast.NewNodeKind("Notice")
+	KindToggle      = ast.NewNodeKind("Toggle")
+	KindMathBlock   = ast.NewNodeKind("MathBlock")
+	KindMathInline  = ast.NewNodeKind("MathInline")
+	KindUnderline   = ast.NewNodeKind("Underline")
+	KindHighlight   = ast.NewNodeKind("Highlight")
+	KindPlaceholder = ast.NewNodeKind("Placeholder")
+)
+
+// Notice is a `:::style` … `:::` block.
+type Notice struct {
+	ast.BaseBlock
+	Style string // info, warning, tip or success
+	fence int
+}
+
+// Kind implements ast.Node.
+func (n *Notice) Kind() ast.NodeKind { return KindNotice }
+
+// Dump implements ast.Node.
+func (n *Notice) Dump(src []byte, level int) {
+	ast.DumpHelper(n, src, level, map[string]string{"Style": n.Style}, nil)
+}
+
+// Toggle is a `+++ Title` … `+++` block, printed open.
+type Toggle struct {
+	ast.BaseBlock
+	Title []byte // raw source of the title (backslash escapes unresolved)
+	fence int
+}
+
+// Kind implements ast.Node.
+func (n *Toggle) Kind() ast.NodeKind { return KindToggle }
+
+// Dump implements ast.Node.
+func (n *Toggle) Dump(src []byte, level int) {
+	ast.DumpHelper(n, src, level, map[string]string{"Title": string(n.Title)}, nil)
+}
+
+// MathBlock is a `$$` … `$$` block; its lines are the formula.
+type MathBlock struct {
+	ast.BaseBlock
+	closed  bool // the closing $$ was seen
+	oneLine bool // `$$ x $$` on a single line
+}
+
+// Kind implements ast.Node.
+func (n *MathBlock) Kind() ast.NodeKind { return KindMathBlock }
+
+// IsRaw implements ast.Node: the lines are a formula, not Markdown.
+func (n *MathBlock) IsRaw() bool { return true }
+
+// Dump implements ast.Node.
+func (n *MathBlock) Dump(src []byte, level int) { ast.DumpHelper(n, src, level, nil, nil) }
+
+// MathInline is `$x$` (or `$$x$$` inside a paragraph, Display set).
+type MathInline struct {
+	ast.BaseInline
+	Formula string
+	Display bool
+	Offset  int // byte offset of the opening $ in the source
+}
+
+// Kind implements ast.Node.
+func (n *MathInline) Kind() ast.NodeKind { return KindMathInline }
+
+// Dump implements ast.Node.
+func (n *MathInline) Dump(src []byte, level int) {
+	ast.DumpHelper(n, src, level, map[string]string{"Formula": n.Formula}, nil)
+}
+
+// Underline is `__text__` (Outline's underline, not bold).
+type Underline struct{ ast.BaseInline }
+
+// Kind implements ast.Node.
+func (n *Underline) Kind() ast.NodeKind { return KindUnderline }
+
+// Dump implements ast.Node.
+func (n *Underline) Dump(src []byte, level int) { ast.DumpHelper(n, src, level, nil, nil) }
+
+// Highlight is `==text==`.
+type Highlight struct{ ast.BaseInline }
+
+// Kind implements ast.Node.
+func (n *Highlight) Kind() ast.NodeKind { return KindHighlight }
+
+// Dump implements ast.Node.
+func (n *Highlight) Dump(src []byte, level int) { ast.DumpHelper(n, src, level, nil, nil) }
+
+// Placeholder is `!!text!!`, printed as its text.
+type Placeholder struct{ ast.BaseInline }
+
+// Kind implements ast.Node.
+func (n *Placeholder) Kind() ast.NodeKind { return KindPlaceholder }
+
+// Dump implements ast.Node.
+func (n *Placeholder) Dump(src []byte, level int) { ast.DumpHelper(n, src, level, nil, nil) }
+
+// fenceLine reports whether line (after up to three spaces of indentation)
+// is a run of exactly n copies of c followed only by blanks.
+func fenceLine(line []byte, c byte, n int) bool {
+	i := 0
+	for i < len(line) && i < 3 && line[i] == ' ' {
+		i++
+	}
+	j := i
+	for j < len(line) && line[j] == c {
+		j++
+	}
+	return j-i == n && util.IsBlank(line[j:])
+}
+
+// insideRawChild reports whether a block opened after node is still
+// collecting raw lines (fenced code, math): a fence line there belongs to
+// it, not to the container around it.
+func insideRawChild(node ast.Node, pc parser.Context) bool {
+	blocks := pc.OpenedBlocks()
+	for i, b := range blocks {
+		if b.Node != node {
+			continue
+		}
+		for _, c := range blocks[i+1:] {
+			switch c.Node.(type) {
+			case *ast.FencedCodeBlock, *MathBlock, *ast.HTMLBlock, *ast.CodeBlock:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// noticeParser parses `:::info` … `:::`. The closing line must repeat the
+// opening's number of colons, so that a longer fence can hold a shorter one.
+type noticeParser struct{}
+
+func (noticeParser) Trigger() []byte { return []byte{':'} }
+
+func (noticeParser) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
+	line, _ := reader.PeekLine()
+	i := pc.BlockOffset()
+	if i < 0 {
+		return nil, parser.NoChildren
+	}
+	j := i
+	for j < len(line) && line[j] == ':' {
+		j++
+	}
+	if j-i < 3 {
+		return nil, parser.NoChildren
+	}
+	fence := j - i
+	for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+		j++
+	}
+	k := j
+	for k < len(line) && (line[k] >= 'a' && line[k] <= 'z' || line[k] >= 'A' && line[k] <= 'Z') {
+		k++
+	}
+	if k == j || !util.IsBlank(line[k:]) {
+		return nil, parser.NoChildren
+	}
+	style := string(bytes.ToLower(line[j:k]))
+	switch style {
+	case "info", "warning", "tip", "success":
+	case "note", "notice":
+		style = "info"
+	case "danger", "caution":
+		style = "warning"
+	default:
+		return nil, parser.NoChildren
+	}
+	reader.AdvanceToEOL()
+	return &Notice{Style: style, fence: fence}, parser.HasChildren
+}
+
+func (noticeParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
+	line, _ := reader.PeekLine()
+	if fenceLine(line, ':', node.(*Notice).fence) && !insideRawChild(node, pc) {
+		reader.AdvanceToEOL()
+		return parser.Close
+	}
+	return parser.Continue | parser.HasChildren
+}
+
+func (noticeParser) Close(node ast.Node, reader text.Reader, pc parser.Context) {}
+func (noticeParser) CanInterruptParagraph() bool                                { return true }
+func (noticeParser) CanAcceptIndentedLine() bool                                { return false }
+
+// toggleParser parses `+++ Title` … `+++`; nested toggles use more `+`.
+type toggleParser struct{}
+
+func (toggleParser) Trigger() []byte { return []byte{'+'} }
+
+func (toggleParser) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
+	line, _ := reader.PeekLine()
+	i := pc.BlockOffset()
+	if i < 0 {
+		return nil, parser.NoChildren
+	}
+	j := i
+	for j < len(line) && line[j] == '+' {
+		j++
+	}
+	if j-i < 3 || j >= len(line) || (line[j] != ' ' && line[j] != '\t') {
+		return nil, parser.NoChildren
+	}
+	title := bytes.TrimSpace(line[j:])
+	if len(title) == 0 {
+		return nil, parser.NoChildren
+	}
+	reader.AdvanceToEOL()
+	return &Toggle{Title: append([]byte(nil), title...), fence: j - i}, parser.HasChildren
+}
+
+func (toggleParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
+	line, _ := reader.PeekLine()
+	if fenceLine(line, '+', node.(*Toggle).fence) && !insideRawChild(node, pc) {
+		reader.AdvanceToEOL()
+		return parser.Close
+	}
+	return parser.Continue | parser.HasChildren
+}
+
+func (toggleParser) Close(node ast.Node, reader text.Reader, pc parser.Context) {}
+func (toggleParser) CanInterruptParagraph() bool                                { return true }
+func (toggleParser) CanAcceptIndentedLine() bool                                { return false }
+
+// mathBlockParser parses `$$` lines around a formula, or `$$ x $$` alone
+// on a line. A block whose closing `$$` never comes is turned back into a
+// paragraph, so that a stray `$$` is ordinary text, as in pandoc.
+type mathBlockParser struct{}
+
+func (mathBlockParser) Trigger() []byte { return []byte{'$'} }
+
+func (mathBlockParser) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
+	line, seg := reader.PeekLine()
+	i := pc.BlockOffset()
+	if i < 0 || i+2 > len(line) || line[i] != '$' || line[i+1] != '$' {
+		return nil, parser.NoChildren
+	}
+	rest := bytes.TrimSpace(line[i+2:])
+	node := &MathBlock{}
+	node.Lines().Append(text.NewSegment(seg.Start, seg.Stop)) // the opening line, kept for the fallback
+	if len(rest) == 0 {
+		reader.AdvanceToEOL()
+		return node, parser.NoChildren
+	}
+	if len(rest) > 2 && bytes.HasSuffix(rest, []byte("$$")) && !bytes.Contains(rest[:len(rest)-2], []byte("$$")) {
+		node.closed, node.oneLine = true, true
+		reader.AdvanceToEOL()
+		return node, parser.NoChildren
+	}
+	return nil, parser.NoChildren
+}
+
+func (mathBlockParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
+	n := node.(*MathBlock)
+	if n.closed {
+		return parser.Close
+	}
+	line, seg := reader.PeekLine()
+	if line == nil {
+		return parser.Close
+	}
+	t := bytes.TrimSpace(line)
+	n.Lines().Append(text.NewSegment(seg.Start, seg.Stop))
+	reader.AdvanceToEOL()
+	if bytes.HasSuffix(t, []byte("$$")) {
+		n.closed = true
+		return parser.Close
+	}
+	return parser.Continue | parser.NoChildren
+}
+
+func (mathBlockParser) Close(node ast.Node, reader text.Reader, pc parser.Context) {
+	n := node.(*MathBlock)
+	if n.closed || node.Parent() == nil {
+		return
+	}
+	// No closing $$: the lines are an ordinary paragraph.
+	p := ast.NewParagraph()
+	p.SetLines(n.Lines())
+	p.SetPos(n.Pos())
+	node.Parent().ReplaceChild(node.Parent(), node, p)
+}
+
+func (mathBlockParser) CanInterruptParagraph() bool { return true }
+func (mathBlockParser) CanAcceptIndentedLine() bool { return false }
+
+// Formula returns the formula of a closed math block: its lines without
+// the `$$` fences.
+func (n *MathBlock) Formula(src []byte) string {
+	var b bytes.Buffer
+	lines := n.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		b.Write(seg.Value(src))
+	}
+	s := bytes.TrimSpace(b.Bytes())
+	s = bytes.TrimPrefix(s, []byte("$$"))
+	s = bytes.TrimSuffix(s, []byte("$$"))
+	return string(bytes.TrimSpace(s))
+}
+
+var mathMissKey = parser.NewContextKey()
+
+// mathMiss records, per block, the offset from which no closing `$`
+// (from[0]) or `$$` (from[1]) exists.
+type mathMiss struct {
+	block ast.Node
+	from  [2]int
+}
+
+// mathInlineParser parses `$x$` with pandoc's tex_math_dollars rules: the
+// opening `$` is not followed by a blank, the closing one is not preceded
+// by a blank nor followed by a digit. `$$x$$` inside a paragraph is display
+// math. A formula may continue over the lines of its paragraph.
+type mathInlineParser struct{}
+
+func (mathInlineParser) Trigger() []byte { return []byte{'$'} }
+
+func (mathInlineParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	line, seg := block.PeekLine()
+	open := 1
+	if len(line) > 1 && line[1] == '$' {
+		open = 2
+	}
+	if open >= len(line) || line[open] == ' ' || line[open] == '\t' || line[open] == '\n' || line[open] == '$' {
+		return nil
+	}
+	start := seg.Start
+	// A closer's validity does not depend on its opener, so once a scan
+	// found no closer up to the end of this block, no later opener in the
+	// block can find one either: remember that, or a paragraph of many
+	// lone dollars would be scanned quadratically.
+	miss, _ := pc.Get(mathMissKey).(*mathMiss)
+	if miss != nil && miss.block == parent && start >= miss.from[open-1] {
+		return nil
+	}
+	l, pos := block.Position()
+	block.Advance(open)
+	var formula []byte
+	for {
+		line, seg := block.PeekLine()
+		if line == nil {
+			block.SetPosition(l, pos)
+			if miss == nil || miss.block != parent {
+				miss = &mathMiss{block: parent, from: [2]int{1 << 62, 1 << 62}}
+				pc.Set(mathMissKey, miss)
+			}
+			miss.from[open-1] = min(miss.from[open-1], start)
+			return nil
+		}
+		for i := 0; i < len(line); i++ {
+			c := line[i]
+			if c == '\\' && i+1 < len(line) {
+				i++
+				continue
+			}
+			if c != '$' {
+				continue
+			}
+			if open == 2 {
+				if i+1 < len(line) && line[i+1] == '$' && i > 0 {
+					formula = append(formula, line[:i]...)
+					block.Advance(i + 2)
+					return &MathInline{Formula: string(formula), Display: true, Offset: start}
+				}
+				continue
+			}
+			prev := byte(' ')
+			if i > 0 {
+				prev = line[i-1]
+			} else if len(formula) > 0 {
+				prev = formula[len(formula)-1]
+			}
+			if prev == ' ' || prev == '\t' || prev == '\n' {
+				continue
+			}
+			if i+1 < len(line) && line[i+1] >= '0' && line[i+1] <= '9' {
+				continue
+			}
+			formula = append(formula, line[:i]...)
+			block.Advance(i + 1)
+			return &MathInline{Formula: string(formula), Offset: start}
+		}
+		_ = seg
+		formula = append(formula, line...)
+		block.AdvanceLine()
+	}
+}
+
+// delimProc is a delimiter processor for one character whose matches
+// become nodes made by match (consumes is 1 or 2).
+type delimProc struct {
+	char  byte
+	match func(consumes int) ast.Node
+}
+
+func (p *delimProc) IsDelimiter(b byte) bool { return b == p.char }
+func (p *delimProc) CanOpenCloser(opener, closer *parser.Delimiter) bool {
+	return opener.Char == closer.Char
+}
+func (p *delimProc) OnMatch(consumes int) ast.Node { return p.match(consumes) }
+
+// delimParser pushes delimiter runs of its processor's character. exact,
+// when set, accepts only runs of exactly that length (`==`, `!!`).
+type delimParser struct {
+	proc  *delimProc
+	exact int
+}
+
+func (p *delimParser) Trigger() []byte { return []byte{p.proc.char} }
+
+func (p *delimParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	before := block.PrecendingCharacter()
+	line, segment := block.PeekLine()
+	min := 1
+	if p.exact > 0 {
+		min = p.exact
+		if before == rune(p.proc.char) {
+			return nil
+		}
+	}
+	node := parser.ScanDelimiter(line, before, min, p.proc)
+	if node == nil || (p.exact > 0 && node.OriginalLength != p.exact) {
+		return nil
+	}
+	node.Segment = segment.WithStop(segment.Start + node.OriginalLength)
+	block.Advance(node.OriginalLength)
+	pc.PushDelimiter(node)
+	return node
+}
+
+// The delimiter parsers: `*` keeps CommonMark's emphasis and strong,
+// `_` gives emphasis for one and Outline's underline for two, `==`
+// highlights and `!!` marks a placeholder.
+var (
+	starParser  = &delimParser{proc: &delimProc{char: '*', match: func(c int) ast.Node { return ast.NewEmphasis(c) }}}
+	underParser = &delimParser{proc: &delimProc{char: '_', match: func(c int) ast.Node {
+		if c == 2 {
+			return &Underline{}
+		}
+		return ast.NewEmphasis(1)
+	}}}
+	highlightParser   = &delimParser{proc: &delimProc{char: '=', match: func(int) ast.Node { return &Highlight{} }}, exact: 2}
+	placeholderParser = &delimParser{proc: &delimProc{char: '!', match: func(int) ast.Node { return &Placeholder{} }}, exact: 2}
+)

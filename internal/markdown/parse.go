@@ -1,0 +1,348 @@
+// Package markdown turns Markdown (CommonMark, GitHub tables,
+// strikethrough, task lists, autolinks, footnotes and the Outline wiki's
+// dialect) into LaTeX for XeLaTeX, in pure Go.
+//
+// It makes two strings. Preamble depends only on a Profile (paper and the
+// scripts a document uses), so a TeX process can load it before the
+// document is known. Document.LaTeX makes the body: document information,
+// title block, optional table of contents and the content. Every string
+// that comes from a user is escaped on the way out, so user text can never
+// become a TeX command; formulas are the one place where user text reaches
+// TeX as TeX, and they are checked against an allowlist (CheckMath) when
+// the document is parsed.
+package markdown
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	emoji "github.com/yuin/goldmark-emoji"
+	emojiast "github.com/yuin/goldmark-emoji/ast"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// Options tune how a document is read.
+type Options struct {
+	// LineOffset is the number of lines before src in the original file
+	// (front matter), added to every line number reported.
+	LineOffset int
+	// OutlineURL, when set (e.g. https://wiki.example.com), makes Outline's
+	// relative /doc/… and /collection/… links and attachment links
+	// absolute; without it they print as text.
+	OutlineURL string
+}
+
+// ImageRef is an image the document references.
+type ImageRef struct {
+	URL, Alt, Title string
+	Line            int // 1-based, in the original file
+}
+
+// Image is an image as the TeX folder holds it.
+type Image struct {
+	File   string  // base name inside the TeX folder, [A-Za-z0-9._-] only
+	Width  float64 // intrinsic width in px (PNG/JPEG) or pt (PDF); 0 if unknown
+	Height float64 // intrinsic height, same unit
+}
+
+// Document is a parsed Markdown document.
+type Document struct {
+	src       []byte
+	root      ast.Node
+	opts      Options
+	lineStart []int // byte offset of each line of src
+
+	images    []ImageRef
+	first     string // plain text of the first heading
+	titleH1   bool   // the first block is a level-1 heading
+	headings  int
+	scripts   Scripts
+	footnotes map[int]*extast.Footnote
+}
+
+// newParser builds the goldmark parser once: it is read-only after its
+// first use and safe for concurrent Parse calls.
+var newParser = sync.OnceValue(func() parser.Parser {
+	var inline []util.PrioritizedValue
+	for _, v := range parser.DefaultInlineParsers() {
+		// CommonMark's emphasis parser handles `*` and `_` alike; Outline
+		// reads `__x__` as underline, so both characters get their own.
+		if bytes.Equal(v.Value.(parser.InlineParser).Trigger(), []byte{'*', '_'}) {
+			continue
+		}
+		inline = append(inline, v)
+	}
+	inline = append(inline,
+		util.Prioritized(mathInlineParser{}, 150),
+		util.Prioritized(placeholderParser, 150),
+		util.Prioritized(starParser, 500),
+		util.Prioritized(underParser, 500),
+		util.Prioritized(highlightParser, 500),
+		util.Prioritized(emoji.NewParser(), 600),
+	)
+	blocks := append(parser.DefaultBlockParsers(),
+		util.Prioritized(toggleParser{}, 250),
+		util.Prioritized(noticeParser{}, 750),
+		util.Prioritized(mathBlockParser{}, 760),
+	)
+	p := parser.NewParser(
+		parser.WithBlockParsers(blocks...),
+		parser.WithInlineParsers(inline...),
+		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
+	)
+	md := goldmark.New(
+		goldmark.WithParser(p),
+		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify,
+			extension.TaskList, extension.Footnote),
+	)
+	return md.Parser()
+})
+
+// Parse reads a Markdown document (without front matter). It fails only
+// for formulas outside the allowlist: a *limits.Error (422) that lists
+// every rejected formula with its line. Parse is cheap and runs before
+// images are fetched.
+func Parse(src []byte, opts Options) (*Document, error) {
+	src = clean(src)
+	d := &Document{src: src, opts: opts}
+	d.lineStart = append(d.lineStart, 0)
+	for i, c := range src {
+		if c == '\n' {
+			d.lineStart = append(d.lineStart, i+1)
+		}
+	}
+	d.root = newParser().Parse(text.NewReader(src))
+
+	var problems []limits.Problem
+	var extra strings.Builder // characters the writer adds (emoji, check boxes)
+	firstBlock := d.root.FirstChild()
+	if h, ok := firstBlock.(*ast.Heading); ok && h.Level == 1 {
+		d.titleH1 = true
+	}
+	d.footnotes = map[int]*extast.Footnote{}
+	_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Heading:
+			if d.first == "" && n == d.firstHeading() {
+				d.first = cleanLine(d.plain(n))
+			}
+			if !(d.titleH1 && ast.Node(n) == firstBlock) {
+				d.headings++
+			}
+		case *ast.Image:
+			d.images = append(d.images, ImageRef{
+				URL:   resolveEscapes(n.Destination),
+				Alt:   cleanLine(d.plain(n)),
+				Title: cleanLine(resolveEscapes(n.Title)),
+				Line:  d.line(n.Pos()),
+			})
+		case *MathInline:
+			if err := checkFormula(n.Formula); err != nil {
+				problems = append(problems, mathProblem(d.line(n.Offset), n.Formula, err))
+			}
+		case *MathBlock:
+			if f := n.Formula(d.src); f != "" || n.closed {
+				if err := checkFormula(f); err != nil {
+					problems = append(problems, mathProblem(d.line(d.blockPos(n)), f, err))
+				}
+			}
+		case *emojiast.Emoji:
+			extra.WriteString(string(n.Value.Unicode))
+		case *extast.TaskCheckBox:
+			extra.WriteString(boxUnchecked + boxChecked)
+		case *extast.Footnote:
+			d.footnotes[n.Index] = n
+		}
+		return ast.WalkContinue, nil
+	})
+	d.scripts = ScriptsOf(string(src)) | ScriptsOf(extra.String())
+	if len(problems) > 0 {
+		sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
+		return nil, limits.Invalid(problems...)
+	}
+	return d, nil
+}
+
+const (
+	boxUnchecked = "☐"
+	boxChecked   = "☑"
+)
+
+func mathProblem(line int, formula string, err error) limits.Problem {
+	f := []rune(cleanLine(formula))
+	if len(f) > 60 {
+		f = append(f[:60], '…')
+	}
+	return limits.Problem{
+		Source:  limits.SourceDocument,
+		Code:    limits.CodeMath,
+		Line:    line,
+		Message: fmt.Sprintf("formula %q is not allowed: %v", string(f), err),
+	}
+}
+
+// firstHeading returns the first heading of the document, in order.
+func (d *Document) firstHeading() ast.Node {
+	var found ast.Node
+	_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering && n.Kind() == ast.KindHeading {
+			found = n
+			return ast.WalkStop, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	return found
+}
+
+// line turns a byte offset of src into a line of the original file.
+func (d *Document) line(off int) int {
+	if off < 0 {
+		return 0
+	}
+	i := sort.Search(len(d.lineStart), func(i int) bool { return d.lineStart[i] > off })
+	return i + d.opts.LineOffset
+}
+
+// blockPos returns the byte offset where a block starts.
+func (d *Document) blockPos(n ast.Node) int {
+	if n.Type() == ast.TypeInline {
+		return n.Pos()
+	}
+	if l := n.Lines(); l != nil && l.Len() > 0 {
+		return l.At(0).Start
+	}
+	if p := n.Pos(); p >= 0 {
+		return p
+	}
+	for c := n.FirstChild(); c != nil; c = c.FirstChild() {
+		if p := d.blockPos(c); p >= 0 {
+			return p
+		}
+	}
+	return -1
+}
+
+// Images returns the images the document references, in order.
+func (d *Document) Images() []ImageRef { return append([]ImageRef(nil), d.images...) }
+
+// FirstHeading returns the plain text of the first heading, "" if none.
+func (d *Document) FirstHeading() string { return d.first }
+
+// Headings counts the headings the body will show: a level-1 heading that
+// opens the document is taken as its title and not counted.
+func (d *Document) Headings() int { return d.headings }
+
+// Scripts returns the scripts (beyond Latin, Greek and Cyrillic) the
+// document's text needs fonts for.
+func (d *Document) Scripts() Scripts { return d.scripts }
+
+// plain returns the text of n's inline content without markup.
+func (d *Document) plain(n ast.Node) string {
+	var b strings.Builder
+	d.plainTo(&b, n)
+	return b.String()
+}
+
+func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Text:
+			b.WriteString(d.textValue(c))
+			if c.SoftLineBreak() || c.HardLineBreak() {
+				b.WriteByte(' ')
+			}
+		case *ast.String:
+			b.Write(c.Value)
+		case *ast.CodeSpan:
+			for t := c.FirstChild(); t != nil; t = t.NextSibling() {
+				if tt, ok := t.(*ast.Text); ok {
+					b.Write(tt.Segment.Value(d.src))
+				}
+			}
+		case *MathInline:
+			b.WriteString(c.Formula)
+		case *emojiast.Emoji:
+			b.WriteString(string(c.Value.Unicode))
+		case *ast.RawHTML:
+			for i := 0; i < c.Segments.Len(); i++ {
+				s := c.Segments.At(i)
+				b.Write(s.Value(d.src))
+			}
+		case *extast.FootnoteLink, *extast.TaskCheckBox:
+		case *ast.AutoLink:
+			b.Write(c.Label(d.src))
+		default:
+			d.plainTo(b, c)
+		}
+	}
+}
+
+// textValue returns the text of a Text node with backslash escapes and
+// entity references resolved and Outline's literal `\n` read as a space.
+func (d *Document) textValue(t *ast.Text) string {
+	return strings.Join(textPieces(t.Segment.Value(d.src)), " ")
+}
+
+// textPieces resolves backslash escapes and entity references in the raw
+// text of a Text node and splits it at Outline's hard breaks: a literal
+// backslash followed by `n` that is not itself escaped.
+func textPieces(v []byte) []string {
+	if bytes.IndexByte(v, '\\') < 0 && bytes.IndexByte(v, '&') < 0 {
+		return []string{string(v)}
+	}
+	var pieces []string
+	var b []byte
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '\\' && i+1 < len(v) && v[i+1] == 'n':
+			pieces = append(pieces, string(clean(b)))
+			b = b[:0]
+			i++
+		case c == '\\' && i+1 < len(v) && util.IsPunct(v[i+1]):
+			b = append(b, v[i+1])
+			i++
+		case c == '&':
+			end := bytes.IndexByte(v[i:min(len(v), i+40)], ';')
+			if end < 0 {
+				b = append(b, c)
+				continue
+			}
+			ref := v[i : i+end+1]
+			r := util.ResolveEntityNames(util.ResolveNumericReferences(ref))
+			if bytes.Equal(r, ref) {
+				b = append(b, c)
+				continue
+			}
+			b = append(b, r...)
+			i += end
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(pieces, string(clean(b)))
+}
+
+// resolveEscapes resolves CommonMark backslash escapes and entity and
+// numeric character references, and cleans the result again: a reference
+// can name any character, including those clean removes.
+func resolveEscapes(v []byte) string {
+	v = util.UnescapePunctuations(v)
+	v = util.ResolveNumericReferences(v)
+	v = util.ResolveEntityNames(v)
+	return string(clean(v))
+}

@@ -1,0 +1,127 @@
+package markdown
+
+import "strings"
+
+// Profile is what the preamble depends on: nothing of one document but
+// its paper and the fallback font groups its text needs. A warm TeX
+// process loads the preamble of a profile before the document arrives.
+type Profile struct {
+	Paper   string // "a4" (default) or "letter"
+	Scripts Scripts
+}
+
+// Preamble returns everything before \begin{document} for a profile. It is
+// lean on purpose: every package costs warm-up time. The writer's own
+// macros all start with \op.
+func Preamble(p Profile) string {
+	paper := "a4paper"
+	if p.Paper == "letter" {
+		paper = "letterpaper"
+	}
+	var b strings.Builder
+	b.WriteString(`\documentclass[11pt]{article}
+\usepackage[` + paper + `,top=2.2cm,bottom=2.6cm,left=2.4cm,right=2.4cm,footskip=1.1cm]{geometry}
+\usepackage{fontspec}
+\setmainfont{Noto Serif}
+\setsansfont{Noto Sans}
+\setmonofont{Noto Sans Mono}[Scale=MatchLowercase]
+`)
+	b.WriteString(FontPreamble(p.Scripts))
+	b.WriteString(`\usepackage{xcolor}
+\usepackage{graphicx}
+\usepackage{longtable,array,booktabs}
+\usepackage{fvextra}
+\usepackage{enumitem}
+\usepackage{fancyhdr}
+\usepackage{amsmath,amssymb}
+\usepackage{framed}
+\usepackage[normalem]{ulem}
+\usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,pdfcreator={outprint}]{hyperref}
+`)
+	b.WriteString(HighlightPreamble)
+	b.WriteString("\n")
+	b.WriteString(writerMacros)
+	return b.String()
+}
+
+// writerMacros are the definitions the body relies on. Every name the
+// writer emits is listed in vocabulary (fuzz_test.go checks the body
+// against it).
+const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
+\definecolor{opinfofg}{HTML}{1F6FB2}\definecolor{opinfobg}{HTML}{EAF3FB}
+\definecolor{opwarningfg}{HTML}{B25B00}\definecolor{opwarningbg}{HTML}{FFF4E5}
+\definecolor{optipfg}{HTML}{6A3FB5}\definecolor{optipbg}{HTML}{F3EEFB}
+\definecolor{opsuccessfg}{HTML}{2E7D32}\definecolor{opsuccessbg}{HTML}{EAF6EA}
+\definecolor{ophighlight}{HTML}{FFF176}
+\setlength{\parindent}{0pt}
+\setlength{\parskip}{0.55em plus 0.2em minus 0.1em}
+\setlength{\emergencystretch}{3em}
+\setlength{\LTpre}{0.6em}\setlength{\LTpost}{0.6em}
+\frenchspacing
+\urlstyle{same}
+\makeatletter
+% Headings: sans serif, \paragraph and \subparagraph on a line of their own.
+\renewcommand\section{\@startsection{section}{1}{\z@}{-3ex \@plus -1ex \@minus -.2ex}{1.2ex \@plus .2ex}{\normalfont\sffamily\Large\bfseries}}
+\renewcommand\subsection{\@startsection{subsection}{2}{\z@}{-2.8ex\@plus -1ex \@minus -.2ex}{0.8ex \@plus .2ex}{\normalfont\sffamily\large\bfseries}}
+\renewcommand\subsubsection{\@startsection{subsubsection}{3}{\z@}{-2.5ex\@plus -1ex \@minus -.2ex}{0.6ex \@plus .2ex}{\normalfont\sffamily\normalsize\bfseries}}
+\renewcommand\paragraph{\@startsection{paragraph}{4}{\z@}{-2ex\@plus -1ex \@minus -.2ex}{0.4ex \@plus .2ex}{\normalfont\sffamily\normalsize\bfseries\itshape}}
+\renewcommand\subparagraph{\@startsection{subparagraph}{5}{\z@}{-2ex\@plus -1ex \@minus -.2ex}{0.4ex \@plus .2ex}{\normalfont\sffamily\normalsize\itshape}}
+% Footer "Page N of M" in one run: the total is a form XObject that
+% \AtEndDocument defines once the last page number is known; xdvipdfmx
+% resolves the forward reference.
+\AtEndDocument{\par\setbox\@tempboxa\hbox{\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
+\makeatother
+\fancypagestyle{opfooter}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
+\fancypagestyle{plain}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
+\pagestyle{opfooter}
+% Lists nest nine deep (the writer flattens deeper levels).
+\setlistdepth{9}
+\renewlist{itemize}{itemize}{9}
+\renewlist{enumerate}{enumerate}{9}
+\setlist{topsep=0.3em,partopsep=0pt,itemsep=0.2em,parsep=0.3em}
+\setlist[itemize]{label=\textbullet}
+\setlist[itemize,2,4,6,8]{label=\textendash}
+\setlist[enumerate]{label=\arabic*.}
+\newenvironment{opquote}{\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.3em}\item\relax\color{black!75}}{\end{list}}
+\newcommand\optoggletitle[1]{\par\noindent{\sffamily\bfseries #1}\par\nobreak}
+\newenvironment{optoggle}[1]{\optoggletitle{#1}\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.2em}\item\relax}{\end{list}}
+\newcommand\opflatitem[1]{\par\noindent\hangindent=1.5em\hangafter=1\makebox[1.5em][l]{#1}}
+% Notices: a coloured bar and background, a label; framed breaks across pages.
+\newcommand\opnoticelabel[2]{\par\noindent{\sffamily\bfseries\small\color{op#1fg}#2}\par\nobreak}
+\newcommand\opnoticeframe[2]{\hbox{{\color{op#1fg}\vrule width 3pt}\fboxsep=7pt\colorbox{op#1bg}{#2}}}
+\newenvironment{opnotice}[2]{\def\FrameCommand{\opnoticeframe{#1}}\MakeFramed{\advance\hsize-\width\FrameRestore}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\endMakeFramed}
+% Text.
+\newcommand\opbr{\penalty200\hskip0pt\relax}
+\DeclareRobustCommand\opnl{\ifhmode\unskip\newline\fi}
+\DeclareRobustCommand\optt[1]{{\ttfamily #1}}
+\DeclareRobustCommand\opurl[1]{{\ttfamily #1}}
+\DeclareRobustCommand\opul[1]{\uline{#1}}
+\DeclareRobustCommand\opst[1]{\sout{#1}}
+\DeclareRobustCommand\ophl[1]{\bgroup\markoverwith{\textcolor{ophighlight}{\rule[-0.3ex]{2pt}{2.5ex}}}\ULon{#1}}
+\DeclareRobustCommand\opfnmark[1]{\textsuperscript{#1}}
+\DeclareRobustCommand\opanchor[1]{\special{pdf:dest (#1) [@thispage /XYZ @xpos @ypos null]}}
+\newcommand\opminorheading[1]{\par\noindent{\sffamily\bfseries #1}\par}
+\newcommand\opcodelines[1]{\par{\raggedright\small #1\par}}
+\newcommand\opnewpage{\par\newpage}
+\newcommand\oprule{\par\noindent{\color{black!40}\rule{\linewidth}{0.4pt}}\par}
+\newcommand\opmissing[1]{[#1]}
+% Images: never floating, never split, scaled to the line and 3/4 page.
+\newlength\opimgw\newlength\opimgh
+\newcommand\opimg[4]{\setlength\opimgw{#2}\ifdim\opimgw>#1\relax\setlength\opimgw{#1}\fi\setlength\opimgh{#3}\ifdim\opimgh>0.75\textheight\setlength\opimgh{0.75\textheight}\fi\includegraphics[width=\opimgw,height=\opimgh,keepaspectratio]{#4}}
+\newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par}
+\newcommand\opalignc{\centering}\newcommand\opalignl{\raggedright}\newcommand\opalignr{\raggedleft}
+\newcommand\opcaption[1]{\par\vspace{0.3em}{\small\itshape #1\par}}
+% Tables: \optw is the line width less the column separation.
+\newlength\optw
+\newenvironment{optable}[1]{\par\setlength\optw{\dimexpr\linewidth-#1\tabcolsep\relax}}{\par}
+\newcommand\opcelll{\raggedright\arraybackslash\hskip0pt\relax}
+\newcommand\opcellr{\raggedleft\arraybackslash\hskip0pt\relax}
+\newcommand\opcellc{\centering\arraybackslash\hskip0pt\relax}
+\newcommand\opthead[1]{{\bfseries #1}}
+% Title block and table of contents.
+\newenvironment{optitleblock}{\par\begingroup\centering}{\par\endgroup\vspace{1.2em}}
+\newcommand\optitle[1]{{\sffamily\bfseries\LARGE #1\par}\vspace{0.5em}}
+\newcommand\opsubtitle[1]{{\sffamily\large #1\par}\vspace{0.4em}}
+\newcommand\opbyline[1]{{\small #1\par}\vspace{0.2em}}
+\newcommand\optoc{\begingroup\parskip=0pt\tableofcontents\endgroup\par\bigskip}
+`

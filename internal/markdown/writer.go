@@ -1,0 +1,1131 @@
+package markdown
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	emojiast "github.com/yuin/goldmark-emoji/ast"
+	"github.com/yuin/goldmark/ast"
+	extast "github.com/yuin/goldmark/extension/ast"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// Meta is the binding of a document: what the title block, the document
+// information and the layout switches show.
+type Meta struct {
+	Title, Subtitle, Author, Version, Date, Language string
+	TOC, NumberSections                              bool
+}
+
+// Output is the body of a document: everything between \begin{document}
+// and \end{document}.
+type Output struct {
+	Body string
+	// Lines[i] is the Markdown line (in the original file) that line i+1
+	// of Body came from, 0 when none applies.
+	Lines []int
+	// Warnings lists what was printed differently than written (links
+	// without a usable target).
+	Warnings []limits.Problem
+	// TOC is set when the body has a table of contents, which needs a
+	// second TeX run.
+	TOC bool
+}
+
+// Nesting bounds. LaTeX allows as many list levels as enumitem's
+// \setlistdepth (9, set in the preamble) across lists, quotes and toggles
+// together; deeper levels are flattened into the deepest one. Notice frames
+// nest a few levels at most, deeper ones print as labelled paragraphs.
+const (
+	maxListDepth  = 8
+	maxFrameDepth = 3
+	maxURLBytes   = 4000
+	maxBookmark   = 200 // runes of a heading's bookmark text
+)
+
+var sectionCommands = [...]string{"section", "subsection", "subsubsection", "paragraph", "subparagraph"}
+
+// LaTeX writes the body of the document. images maps ImageRef.URL to the
+// image files the TeX folder holds; an image missing from it prints its
+// alternative text (the images stage has reported it already).
+func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
+	r := &writer{d: d, images: images, anchors: map[string]string{}, fnDone: map[int]bool{}}
+	r.texWriter.b = make([]byte, 0, len(d.src)*2+4096)
+	r.firstBreak, r.everyBreak = 24, 12
+
+	// The first level-1 heading is the title block's when it says the same.
+	if first := d.root.FirstChild(); d.titleH1 && first != nil && meta.Title != "" &&
+		cleanLine(d.plain(first)) == cleanLine(meta.Title) {
+		r.skip = first
+	}
+	r.sectionBase = 7
+	headings := 0
+	_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if h, ok := n.(*ast.Heading); entering && ok && n != r.skip {
+			headings++
+			r.sectionBase = min(r.sectionBase, h.Level)
+			r.anchor(h)
+		}
+		return ast.WalkContinue, nil
+	})
+
+	r.docinfo(meta)
+	if meta.NumberSections {
+		r.raw("\\setcounter{secnumdepth}{5}%\n")
+	} else {
+		r.raw("\\setcounter{secnumdepth}{0}%\n")
+	}
+	r.titleBlock(meta)
+	toc := meta.TOC && headings > 0
+	if toc {
+		r.raw("\\optoc\n")
+	}
+	r.blocks(d.root)
+	r.nl()
+	out := &Output{Body: string(r.b), Lines: r.lines, Warnings: r.warnings, TOC: toc}
+	if n := longestLine(out.Body); n > 2*softLine+maxCodeLine*8 {
+		return nil, fmt.Errorf("latex: line of %d bytes", n)
+	}
+	return out, nil
+}
+
+func longestLine(s string) int {
+	longest := 0
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			i = len(s)
+		}
+		longest = max(longest, i)
+		s = s[min(i+1, len(s)):]
+	}
+	return longest
+}
+
+// writer turns the syntax tree into LaTeX.
+type writer struct {
+	texWriter
+	d        *Document
+	images   map[string]Image
+	warnings []limits.Problem
+
+	skip        ast.Node          // the heading shown as the title
+	sectionBase int               // heading level written as \section
+	anchors     map[string]string // heading slug -> PDF destination name
+	fnDone      map[int]bool      // footnotes already typeset
+
+	listDepth  int  // open list-like environments (lists, quotes, toggles)
+	frameDepth int  // open notice frames
+	footnote   bool // inside \footnote: no Verbatim, no longtable, no \section
+	cell       bool // inside a table cell
+	header     bool // inside a table header row (typeset twice)
+	heading    bool // inside a heading: a moving argument
+	ulem       int  // inside \opul, \opst or \ophl
+	link       bool // inside link text
+}
+
+// boxed reports whether the current place cannot hold a page-breaking
+// construct (longtable, Verbatim, sectioning).
+func (r *writer) boxed() bool { return r.footnote || r.cell || r.frameDepth > 0 }
+
+func (r *writer) at(n ast.Node) {
+	if p := r.d.blockPos(n); p >= 0 {
+		r.cur = r.d.line(p)
+	}
+}
+
+func (r *writer) warn(n ast.Node, format string, args ...any) {
+	line := 0
+	if p := n.Pos(); p >= 0 {
+		line = r.d.line(p)
+	}
+	r.warnings = append(r.warnings, limits.Problem{
+		Source:  limits.SourceDocument,
+		Code:    limits.CodeInvalid,
+		Line:    line,
+		Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// ---------------------------------------------------------------- front
+
+// docinfo writes the PDF document information and catalog language as
+// xdvipdfmx specials. The strings are UTF-16BE hex, so nothing in them
+// needs escaping; the language is checked against a BCP 47 shape.
+func (r *writer) docinfo(m Meta) {
+	var b strings.Builder
+	b.WriteString(`\special{pdf:docinfo<<`)
+	for _, kv := range [][2]string{{"Title", m.Title}, {"Author", m.Author}, {"Subject", m.Subtitle}} {
+		if v := cleanLine(kv[1]); v != "" {
+			b.WriteString("/" + kv[0] + " " + pdfHex(v) + " ")
+		}
+	}
+	b.WriteString("/Creator (outprint)>>}%\n")
+	r.raw(b.String())
+	lang := m.Language
+	if lang == "" {
+		lang = "en"
+	}
+	if validLang(lang) {
+		r.raw(`\special{pdf:put @catalog <</Lang (` + lang + `)>>}%` + "\n")
+	}
+}
+
+var langRE = regexp.MustCompile(`^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$`)
+
+func validLang(s string) bool { return len(s) <= 35 && langRE.MatchString(s) }
+
+// pdfHex returns s as a PDF hex string in UTF-16BE with a byte order mark,
+// cut to 2000 characters.
+func pdfHex(s string) string {
+	u := utf16.Encode([]rune(s))
+	if len(u) > 2000 {
+		u = u[:2000]
+	}
+	var b strings.Builder
+	b.WriteString("<FEFF")
+	for i, c := range u {
+		fmt.Fprintf(&b, "%04X", c)
+		if i%100 == 99 {
+			b.WriteString("%\n") // keep lines short; a comment ends inside the special
+		}
+	}
+	b.WriteString(">")
+	return b.String()
+}
+
+func (r *writer) titleBlock(m Meta) {
+	title := cleanLine(m.Title)
+	if title == "" && m.Subtitle == "" && m.Author == "" {
+		return
+	}
+	r.raw(`\begin{optitleblock}` + "\n")
+	r.macro("optitle", title)
+	r.macro("opsubtitle", cleanLine(m.Subtitle))
+	r.macro("opbyline", cleanLine(m.Author))
+	var info []string
+	if v := cleanLine(m.Version); v != "" {
+		info = append(info, "Version "+v)
+	}
+	if v := cleanLine(m.Date); v != "" {
+		info = append(info, v)
+	}
+	r.macro("opbyline", strings.Join(info, " · "))
+	r.raw(`\end{optitleblock}` + "\n")
+}
+
+// macro writes \name{text} for a non-empty text.
+func (r *writer) macro(name, text string) {
+	if text == "" {
+		return
+	}
+	r.raw(`\` + name + `{`)
+	r.text(text, modeText)
+	r.raw("}\n")
+}
+
+// ---------------------------------------------------------------- blocks
+
+func (r *writer) blocks(n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		r.block(c)
+	}
+}
+
+func (r *writer) block(n ast.Node) {
+	if n == r.skip {
+		return
+	}
+	r.at(n)
+	r.nl()
+	switch n := n.(type) {
+	case *ast.Paragraph:
+		r.paragraph(n)
+	case *ast.TextBlock:
+		r.paragraph(n)
+	case *ast.Heading:
+		r.headingBlock(n)
+	case *ast.ThematicBreak:
+		r.thematicBreak(n)
+	case *ast.FencedCodeBlock:
+		lang := ""
+		if n.Info != nil {
+			info := n.Info.Segment.Value(r.d.src)
+			if i := bytes.IndexAny(info, " \t{"); i >= 0 {
+				info = info[:i]
+			}
+			lang = resolveEscapes(info)
+		}
+		r.code(lang, r.rawLines(n))
+	case *ast.CodeBlock:
+		r.code("", r.rawLines(n))
+	case *ast.HTMLBlock:
+		s := r.rawLines(n)
+		if n.HasClosure() {
+			s += string(n.ClosureLine.Value(r.d.src))
+		}
+		r.codeLines(s, false)
+	case *ast.Blockquote:
+		r.nested("quote", "", n)
+	case *ast.List:
+		r.list(n)
+	case *extast.Table:
+		r.table(n)
+	case *extast.FootnoteList:
+		// Footnotes are typeset where they are referenced.
+	case *Notice:
+		r.notice(n)
+	case *Toggle:
+		r.toggle(n)
+	case *MathBlock:
+		r.mathBlock(n)
+	default:
+		r.blocks(n)
+	}
+}
+
+// lines returns the raw lines of a code-like block.
+func (r *writer) rawLines(n ast.Node) string {
+	var b strings.Builder
+	l := n.Lines()
+	for i := 0; i < l.Len(); i++ {
+		s := l.At(i)
+		b.Write(s.Value(r.d.src))
+	}
+	return b.String()
+}
+
+func (r *writer) paragraph(n ast.Node) {
+	if r.onlyImages(n) {
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			if img, ok := c.(*ast.Image); ok {
+				r.figure(img)
+			}
+		}
+		return
+	}
+	r.inlines(n)
+	r.raw(`\par`)
+	r.nl()
+}
+
+// onlyImages reports whether a paragraph holds images and nothing but
+// white space: such images are set as figures, with their caption.
+func (r *writer) onlyImages(n ast.Node) bool {
+	if r.heading || r.cell || r.link || r.ulem > 0 {
+		return false
+	}
+	found := false
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Image:
+			found = true
+		case *ast.Text:
+			if strings.TrimSpace(r.d.textValue(c)) != "" {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return found
+}
+
+var slugDrop = regexp.MustCompile(`[^a-z0-9 -]+`)
+
+// anchor gives a heading a PDF destination named after its GitHub-style
+// slug, so that `[x](#slug)` links reach it.
+func (r *writer) anchor(h *ast.Heading) {
+	slug := strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(r.d.plain(h)), ""), " ", "-")
+	if len(slug) > 60 {
+		slug = slug[:60]
+	}
+	base := slug
+	for i := 1; ; i++ {
+		if _, taken := r.anchors[slug]; !taken {
+			break
+		}
+		slug = base + "-" + strconv.Itoa(i)
+	}
+	r.anchors[slug] = fmt.Sprintf("op.%d", len(r.anchors)+1)
+	h.SetAttributeString("opdest", []byte(r.anchors[slug]))
+}
+
+func (r *writer) headingBlock(h *ast.Heading) {
+	if r.footnote || r.cell {
+		r.raw(`\opminorheading{`)
+		r.heading = true
+		r.inlines(h)
+		r.heading = false
+		r.raw("}\n")
+		return
+	}
+	i := max(0, h.Level-r.sectionBase)
+	cmd := sectionCommands[min(i, len(sectionCommands)-1)]
+	r.raw(`\` + cmd + `[\texorpdfstring{`)
+	r.heading = true
+	r.inlines(h)
+	r.raw(`}{`)
+	plain := []rune(cleanLine(r.d.plain(h)))
+	if len(plain) > maxBookmark {
+		plain = append(plain[:maxBookmark], '…')
+	}
+	r.text(string(plain), modePlain)
+	r.raw(`}]{`)
+	if dest, ok := h.AttributeString("opdest"); ok {
+		r.raw(`\opanchor{` + string(dest.([]byte)) + `}`)
+	}
+	r.inlines(h)
+	r.heading = false
+	r.raw("}\n")
+}
+
+func (r *writer) thematicBreak(n ast.Node) {
+	// `***` is Outline's page break, `---` and `___` stay a rule: the
+	// node does not say which, the source does.
+	star := false
+	if p := n.Pos(); p >= 0 && p < len(r.d.src) {
+		line := r.d.src[p:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		star = bytes.IndexByte(line, '*') >= 0
+	}
+	if star && r.listDepth == 0 && !r.boxed() {
+		r.raw("\\opnewpage\n")
+		return
+	}
+	r.raw("\\oprule\n")
+}
+
+// code writes a code block: highlighted Verbatim where a page may break,
+// escaped monospace lines where Verbatim cannot go (footnotes, cells).
+func (r *writer) code(lang, code string) {
+	code = strings.TrimSuffix(code, "\n")
+	if r.footnote || r.cell {
+		r.codeLines(code, true)
+		return
+	}
+	r.raw(HighlightCode(cleanLine(lang), cutLongLines(code)))
+	r.nl()
+}
+
+// cutLongLines cuts code lines longer than maxCodeLine runes: such a line
+// wraps anyway, and once highlighted it would overflow TeX's line buffer.
+func cutLongLines(code string) string {
+	if len(code) <= maxCodeLine {
+		return code
+	}
+	var b strings.Builder
+	for line := range strings.SplitSeq(code, "\n") {
+		for utf8.RuneCountInString(line) > maxCodeLine {
+			i, n := 0, 0
+			for n < maxCodeLine {
+				_, size := utf8.DecodeRuneInString(line[i:])
+				i += size
+				n++
+			}
+			b.WriteString(line[:i])
+			b.WriteByte('\n')
+			line = line[i:]
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// codeLines writes lines as escaped monospace text, one output paragraph
+// line per input line (mono: code; else raw HTML in the text font).
+func (r *writer) codeLines(s string, mono bool) {
+	s = strings.TrimSuffix(s, "\n")
+	r.raw(`\opcodelines{`)
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			r.raw(`\opnl` + "\n")
+		}
+		r.word = 0
+		if mono {
+			r.raw(`\optt{`)
+		} else {
+			r.raw(`{`)
+		}
+		r.text(strings.TrimRight(line, " \t"), modeCode)
+		r.raw(`}`)
+	}
+	r.raw("}\n")
+}
+
+func (r *writer) mathBlock(n *MathBlock) {
+	f := n.Formula(r.d.src)
+	if f == "" {
+		return
+	}
+	r.raw(`\[` + "\n")
+	r.formula(f)
+	r.raw("\n" + `\]` + "\n")
+}
+
+// formula writes a checked formula, without blank lines (an error in
+// math) and with long lines broken between tokens.
+func (r *writer) formula(f string) {
+	first := true
+	for line := range strings.SplitSeq(f, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if !first {
+			r.raw("\n")
+		}
+		first = false
+		for len(line) > softLine {
+			cut := safeMathCut(line, softLine)
+			r.raw(line[:cut] + "%\n")
+			line = line[cut:]
+		}
+		r.raw(line)
+	}
+}
+
+// safeMathCut returns a byte index near want at which a formula line can
+// be split by `%` and a newline without changing its tokens: not after a
+// backslash, not inside a control word, not inside a UTF-8 sequence.
+func safeMathCut(s string, want int) int {
+	for i := want; i < len(s); i++ {
+		if !utf8.RuneStart(s[i]) {
+			continue
+		}
+		prev := s[i-1]
+		if prev == '\\' || isLetter(s[i]) && inControlWord(s, i) {
+			continue
+		}
+		if s[i] == ' ' {
+			continue // a space after the cut would be skipped; keep it before
+		}
+		return i
+	}
+	return len(s)
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// inControlWord reports whether position i continues a control word.
+func inControlWord(s string, i int) bool {
+	j := i - 1
+	for j >= 0 && isLetter(s[j]) {
+		j--
+	}
+	if j < 0 || s[j] != '\\' {
+		return false
+	}
+	// s[j] is a backslash that starts a control word unless it is itself
+	// escaped (an even run of backslashes before it).
+	k := j - 1
+	for k >= 0 && s[k] == '\\' {
+		k--
+	}
+	return (j-k)%2 == 1
+}
+
+// nested writes an environment that counts as a list level (quote,
+// toggle); beyond maxListDepth the content joins its parent's level.
+func (r *writer) nested(env, arg string, n ast.Node) {
+	if r.listDepth >= maxListDepth {
+		r.blocks(n)
+		return
+	}
+	r.listDepth++
+	r.raw(`\begin{op` + env + `}` + arg + "\n")
+	r.blocks(n)
+	r.nl()
+	r.raw(`\end{op` + env + "}\n")
+	r.listDepth--
+}
+
+var noticeLabels = map[string]string{"info": "Info", "warning": "Warning", "tip": "Tip", "success": "Success"}
+
+func (r *writer) notice(n *Notice) {
+	label, ok := noticeLabels[n.Style]
+	if !ok {
+		n.Style, label = "info", "Info"
+	}
+	if r.frameDepth >= maxFrameDepth || r.footnote || r.cell {
+		r.raw(`\opnoticelabel{` + n.Style + `}{` + label + "}\\par\n")
+		r.blocks(n)
+		return
+	}
+	r.frameDepth++
+	r.raw(`\begin{opnotice}{` + n.Style + `}{` + label + "}\n")
+	r.blocks(n)
+	r.nl()
+	r.raw("\\end{opnotice}\n")
+	r.frameDepth--
+}
+
+func (r *writer) toggle(n *Toggle) {
+	title := strings.Join(textPieces(n.Title), " ")
+	if r.listDepth >= maxListDepth || r.footnote || r.cell {
+		r.raw(`\optoggletitle{`)
+		r.text(cleanLine(title), modeText)
+		r.raw("}\n")
+		r.blocks(n)
+		return
+	}
+	r.listDepth++
+	r.raw(`\begin{optoggle}{`)
+	r.text(cleanLine(title), modeText)
+	r.raw("}\n")
+	r.blocks(n)
+	r.nl()
+	r.raw("\\end{optoggle}\n")
+	r.listDepth--
+}
+
+func (r *writer) list(n *ast.List) {
+	ordered := n.IsOrdered()
+	if r.listDepth >= maxListDepth {
+		// Flattened: each item is a paragraph with its label.
+		num := n.Start
+		for it := n.FirstChild(); it != nil; it = it.NextSibling() {
+			r.at(it)
+			r.nl()
+			r.raw(`\opflatitem{`)
+			r.itemLabel(it, ordered, num, n.Marker)
+			r.raw("}\n")
+			r.itemBody(it)
+			num++
+		}
+		return
+	}
+	r.listDepth++
+	env := "itemize"
+	var opts []string
+	if ordered {
+		env = "enumerate"
+		if n.Start != 1 {
+			opts = append(opts, "start="+strconv.Itoa(n.Start))
+		}
+		if n.Marker == ')' {
+			opts = append(opts, `label=\arabic*)`)
+		}
+	}
+	if n.IsTight {
+		opts = append(opts, "nosep")
+	}
+	r.raw(`\begin{` + env + `}`)
+	if len(opts) > 0 {
+		r.raw(`[` + strings.Join(opts, ",") + `]`)
+	}
+	r.raw("\n")
+	for it := n.FirstChild(); it != nil; it = it.NextSibling() {
+		r.at(it)
+		r.nl()
+		if box := taskBox(it); box != nil {
+			r.raw(`\item[{`)
+			r.itemLabel(it, ordered, 0, 0)
+			r.raw(`}]`)
+		} else {
+			r.raw(`\item`)
+		}
+		r.raw("\n")
+		r.itemBody(it)
+	}
+	r.nl()
+	r.raw(`\end{` + env + "}\n")
+	r.listDepth--
+}
+
+// taskBox returns the check box of a task list item.
+func taskBox(it ast.Node) *extast.TaskCheckBox {
+	if p := it.FirstChild(); p != nil {
+		if b, ok := p.FirstChild().(*extast.TaskCheckBox); ok {
+			return b
+		}
+	}
+	return nil
+}
+
+func (r *writer) itemLabel(it ast.Node, ordered bool, num int, marker byte) {
+	switch box := taskBox(it); {
+	case box != nil && box.IsChecked:
+		r.text(boxChecked, modeText)
+	case box != nil:
+		r.text(boxUnchecked, modeText)
+	case ordered:
+		r.raw(strconv.Itoa(num))
+		if marker == ')' {
+			r.raw(")")
+		} else {
+			r.raw(".")
+		}
+	default:
+		r.raw(`\textbullet`)
+	}
+}
+
+func (r *writer) itemBody(it ast.Node) {
+	for c := it.FirstChild(); c != nil; c = c.NextSibling() {
+		r.block(c)
+	}
+}
+
+// ---------------------------------------------------------------- inlines
+
+func (r *writer) inlines(n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		r.inline(c)
+		r.soft()
+	}
+}
+
+// hardBreak ends a line inside a paragraph; where a line cannot end
+// (headings, underlined text) it is a space.
+func (r *writer) hardBreak() {
+	if r.heading || r.ulem > 0 {
+		r.space()
+		return
+	}
+	r.raw(`\opnl` + "\n")
+	r.word = 0
+}
+
+func (r *writer) inline(n ast.Node) {
+	switch n := n.(type) {
+	case *ast.Text:
+		for i, piece := range textPieces(n.Segment.Value(r.d.src)) {
+			if i > 0 {
+				r.hardBreak()
+			}
+			r.text(piece, modeText)
+		}
+		switch {
+		case n.HardLineBreak():
+			r.hardBreak()
+		case n.SoftLineBreak():
+			r.space()
+		}
+	case *ast.String:
+		r.text(string(clean(n.Value)), modeText)
+	case *ast.CodeSpan:
+		r.raw(`\optt{`)
+		var b strings.Builder
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			if t, ok := c.(*ast.Text); ok {
+				b.Write(t.Segment.Value(r.d.src))
+			}
+		}
+		r.text(strings.ReplaceAll(b.String(), "\n", " "), modeCode)
+		r.raw(`}`)
+	case *ast.Emphasis:
+		if n.Level >= 2 {
+			r.group(`\textbf{`, n)
+		} else {
+			r.group(`\emph{`, n)
+		}
+	case *Underline:
+		r.decorated(`\opul`, n)
+	case *extast.Strikethrough:
+		r.decorated(`\opst`, n)
+	case *Highlight:
+		r.decorated(`\ophl`, n)
+	case *Placeholder:
+		r.inlines(n)
+	case *MathInline:
+		f := strings.TrimSpace(n.Formula)
+		if f == "" {
+			return
+		}
+		if n.Display && !r.heading && r.ulem == 0 && !r.cell {
+			r.raw(`\[`)
+			r.formula(f)
+			r.raw(`\]`)
+		} else {
+			r.raw(`\(`)
+			r.formula(f)
+			r.raw(`\)`)
+		}
+	case *emojiast.Emoji:
+		r.text(string(n.Value.Unicode), modeText)
+	case *ast.Link:
+		r.linkNode(n)
+	case *ast.AutoLink:
+		r.autoLink(n)
+	case *ast.Image:
+		r.inlineImage(n)
+	case *ast.RawHTML:
+		var b strings.Builder
+		for i := 0; i < n.Segments.Len(); i++ {
+			s := n.Segments.At(i)
+			b.Write(s.Value(r.d.src))
+		}
+		if r.cell && brTag.MatchString(b.String()) {
+			r.raw(`\opnl{}`)
+			return
+		}
+		r.text(string(clean([]byte(b.String()))), modeText)
+	case *extast.FootnoteLink:
+		r.footnoteRef(n)
+	case *extast.TaskCheckBox:
+		// Shown as the item's label.
+	default:
+		r.inlines(n)
+	}
+}
+
+var brTag = regexp.MustCompile(`(?i)^<br\s*/?>$`)
+
+// group writes open, the children and a closing brace.
+func (r *writer) group(open string, n ast.Node) {
+	r.raw(open)
+	r.inlines(n)
+	r.raw(`}`)
+}
+
+// decorated writes underline, strike-through or highlight. These ulem
+// commands set their argument word by word; anything but text inside them
+// is put in braces, which ulem sets as one unbreakable box.
+func (r *writer) decorated(cmd string, n ast.Node) {
+	if r.heading {
+		// ulem does not survive a moving argument; headings keep the text.
+		r.inlines(n)
+		return
+	}
+	r.raw(cmd + `{`)
+	r.ulem++
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if _, ok := c.(*ast.Text); ok {
+			r.inline(c)
+		} else {
+			r.raw(`{`)
+			r.inline(c)
+			r.raw(`}`)
+		}
+		r.soft()
+	}
+	r.ulem--
+	r.raw(`}`)
+}
+
+func (r *writer) footnoteRef(n *extast.FootnoteLink) {
+	fn := r.d.footnotes[n.Index]
+	if fn == nil || r.heading || r.header || r.footnote || r.fnDone[n.Index] {
+		// A footnote cannot go into a moving argument, a table header
+		// (typeset twice) or another footnote; a second reference to the
+		// same note gets its number only.
+		r.raw(`\opfnmark{` + strconv.Itoa(n.Index) + `}`)
+		return
+	}
+	r.fnDone[n.Index] = true
+	r.raw(`\footnote{`)
+	r.footnote = true
+	saved := r.cur
+	for c := fn.FirstChild(); c != nil; c = c.NextSibling() {
+		r.block(c)
+	}
+	r.footnote = false
+	r.cur = saved
+	r.raw(`}`)
+}
+
+// ---------------------------------------------------------------- links
+
+// target is where a link goes: an external URL (already safe for \href),
+// an internal destination, or nothing.
+type target struct {
+	url, dest string
+}
+
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
+
+// resolveLink decides what a link destination may become. Only http,
+// https and mailto keep their target, plus Outline's relative document,
+// collection and attachment paths when the Outline URL is known; a
+// fragment reaches a heading of this document.
+func (r *writer) resolveLink(dest string) (target, string) {
+	dest = strings.TrimSpace(dest)
+	if dest == "" {
+		return target{}, "empty link target"
+	}
+	if strings.HasPrefix(dest, "#") {
+		if name, ok := r.anchors[dest[1:]]; ok {
+			return target{dest: name}, ""
+		}
+		return target{}, fmt.Sprintf("link to %q: no heading has this name", shorten(dest))
+	}
+	if m := schemeRE.FindStringSubmatch(dest); m != nil {
+		switch strings.ToLower(m[1]) {
+		case "http", "https", "mailto":
+			return target{url: dest}, ""
+		}
+		return target{}, fmt.Sprintf("link to %q kept as text: only http, https and mailto links are allowed", shorten(dest))
+	}
+	if strings.HasPrefix(dest, "/doc/") || strings.HasPrefix(dest, "/collection/") || strings.HasPrefix(dest, "/api/attachments.redirect") {
+		if base := strings.TrimRight(r.d.opts.OutlineURL, "/"); base != "" && schemeRE.MatchString(base) {
+			return target{url: base + dest}, ""
+		}
+	}
+	return target{}, fmt.Sprintf("link to %q kept as text: relative links have no target in a PDF", shorten(dest))
+}
+
+func shorten(s string) string {
+	if utf8.RuneCountInString(s) > 80 {
+		return string([]rune(s)[:80]) + "…"
+	}
+	return s
+}
+
+var attachmentRE = regexp.MustCompile(`^(.*\S)\s+(\d{1,15})$`)
+
+func (r *writer) linkNode(n *ast.Link) {
+	dest := resolveEscapes(n.Destination)
+	lower := strings.ToLower(dest)
+	if strings.HasPrefix(lower, "mention:") {
+		// Outline mention: the name, no target.
+		r.inlines(n)
+		return
+	}
+	if strings.Contains(lower, "/api/attachments.redirect") {
+		if m := attachmentRE.FindStringSubmatch(r.d.plain(n)); m != nil {
+			size, _ := strconv.ParseInt(m[2], 10, 64)
+			t, _ := r.resolveLink(dest)
+			label := m[1] + " (" + formatSize(size) + ")"
+			r.hyper(t, func() { r.text(label, modeText) })
+			return
+		}
+	}
+	t, problem := r.resolveLink(dest)
+	if problem != "" {
+		r.warn(n, "%s", problem)
+	}
+	r.hyper(t, func() { r.inlines(n) })
+}
+
+func (r *writer) autoLink(n *ast.AutoLink) {
+	label := string(clean(n.Label(r.d.src)))
+	url := string(clean(n.URL(r.d.src)))
+	if n.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(strings.ToLower(url), "mailto:") {
+		url = "mailto:" + url
+	}
+	t, problem := r.resolveLink(url)
+	if problem != "" {
+		r.warn(n, "%s", problem)
+	}
+	r.hyper(t, func() {
+		r.raw(`\opurl{`)
+		r.text(label, modeCode)
+		r.raw(`}`)
+	})
+}
+
+// hyper writes a link around body, or body alone when there is no target
+// or the link is inside another link.
+func (r *writer) hyper(t target, body func()) {
+	switch {
+	case r.link || t.url == "" && t.dest == "":
+		body()
+	case t.dest != "":
+		r.link = true
+		r.raw(`\hyperlink{` + t.dest + `}{`)
+		body()
+		r.raw(`}`)
+		r.link = false
+	default:
+		u := hrefURL(t.url)
+		if len(u) > maxURLBytes {
+			body()
+			return
+		}
+		r.link = true
+		r.raw(`\href{`)
+		// hyperref drops a `%` and newline inside the URL, both at top
+		// level and in an argument, so long URLs are cut into lines.
+		for len(u) > 200 {
+			cut := 200
+			for cut < len(u) && (u[cut-1] == '\\' || u[cut] == '#' || u[cut] == '%') {
+				cut++
+			}
+			r.raw(u[:cut] + "%\n")
+			u = u[cut:]
+		}
+		r.raw(u + `}{`)
+		body()
+		r.raw(`}`)
+		r.link = false
+	}
+}
+
+// hrefURL makes a URL safe for \href: characters that are special to TeX
+// or outside printable ASCII are percent-encoded (so a brace, backslash,
+// caret or tilde can never reach TeX), `#`, `%`, `&` and `_` are written as
+// hyperref's \#, \%, \& and \_, and a `%` that starts no escape becomes
+// %25.
+func hrefURL(u string) string {
+	var b strings.Builder
+	for i := 0; i < len(u); i++ {
+		c := u[i]
+		switch {
+		case c == '#':
+			b.WriteString(`\#`)
+		case c == '&':
+			b.WriteString(`\&`)
+		case c == '_':
+			b.WriteString(`\_`)
+		case c == '%':
+			if i+2 < len(u) && isHex(u[i+1]) && isHex(u[i+2]) {
+				b.WriteString(`\%`)
+			} else {
+				b.WriteString(`\%25`)
+			}
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			strings.IndexByte("-._:/?=@!'*+,;", c) >= 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, `\%%%02X`, c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// formatSize prints an attachment size the way Outline shows it.
+func formatSize(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%d KB", (n+512)/1024)
+	case n < 1024*1024*1024:
+		return strconv.FormatFloat(float64(n)/(1024*1024), 'f', 1, 64) + " MB"
+	default:
+		return strconv.FormatFloat(float64(n)/(1024*1024*1024), 'f', 1, 64) + " GB"
+	}
+}
+
+// ---------------------------------------------------------------- images
+
+var fileRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,200}$`)
+
+// imageHints reads Outline's image title: " =WxH" (pixels), right-50,
+// left-50, full-width and source=…; anything else is an ordinary title.
+type imageHints struct {
+	w, h        float64 // pixels, 0 when not given
+	align       byte    // 'c', 'l' or 'r'
+	half, full  bool
+}
+
+var sizeRE = regexp.MustCompile(`^=(\d{0,6})x(\d{0,6})$`)
+
+func parseHints(title string) imageHints {
+	h := imageHints{align: 'c'}
+	for _, f := range strings.Fields(title) {
+		switch {
+		case sizeRE.MatchString(f):
+			m := sizeRE.FindStringSubmatch(f)
+			h.w, _ = strconv.ParseFloat(m[1], 64)
+			h.h, _ = strconv.ParseFloat(m[2], 64)
+		case f == "right-50":
+			h.align, h.half = 'r', true
+		case f == "left-50":
+			h.align, h.half = 'l', true
+		case f == "full-width":
+			h.full = true
+		}
+	}
+	return h
+}
+
+// imageSize returns the size (in pt, 0 for "as large as fits") an image
+// asks for: the title's hint (pixels at 96 dpi, so × 0.75), else its
+// intrinsic size.
+func imageSize(img Image, h imageHints) (w, ht float64) {
+	aspect := 0.0
+	if img.Width > 0 && img.Height > 0 {
+		aspect = img.Height / img.Width
+	}
+	switch {
+	case h.w > 0 && h.h > 0:
+		return h.w * 0.75, h.h * 0.75
+	case h.w > 0:
+		w = h.w * 0.75
+		return w, w * aspect
+	case h.h > 0 && aspect > 0:
+		ht = h.h * 0.75
+		return ht / aspect, ht
+	case img.Width > 0 && img.Height > 0:
+		scale := 0.75
+		if strings.HasSuffix(strings.ToLower(img.File), ".pdf") {
+			scale = 1 // PDF sizes are points already
+		}
+		return img.Width * scale, img.Height * scale
+	}
+	return 0, 0
+}
+
+// imageCall returns \opimg{max width}{width}{height}{file}: the macro
+// bounds the size by the line width and 0.75\textheight and keeps the
+// aspect ratio. ok is false when the image is not available.
+func (r *writer) imageCall(n *ast.Image, maxWidth string) (string, bool) {
+	url := resolveEscapes(n.Destination)
+	img, ok := r.images[url]
+	if !ok || !fileRE.MatchString(img.File) || strings.Contains(img.File, "..") {
+		return "", false
+	}
+	h := parseHints(resolveEscapes(n.Title))
+	w, ht := imageSize(img, h)
+	width, height := `\linewidth`, `0.75\textheight`
+	if w > 0 && !h.full {
+		width = strconv.FormatFloat(w, 'f', 2, 64) + "pt"
+	}
+	if ht > 0 && !h.full {
+		height = strconv.FormatFloat(ht, 'f', 2, 64) + "pt"
+	}
+	return `\opimg{` + maxWidth + `}{` + width + `}{` + height + `}{` + img.File + `}`, true
+}
+
+// figure sets an image on its own: unbreakable, never floating, scaled to
+// fit, with its caption under it.
+func (r *writer) figure(n *ast.Image) {
+	h := parseHints(resolveEscapes(n.Title))
+	maxWidth := `\linewidth`
+	if h.half {
+		maxWidth = `0.5\linewidth`
+	}
+	call, ok := r.imageCall(n, maxWidth)
+	r.at(n)
+	r.nl()
+	if !ok {
+		r.raw(`\opmissing{`)
+		r.inlines(n)
+		r.raw("}\\par\n")
+		return
+	}
+	r.raw(`\begin{opfigure}{` + string(h.align) + "}\n" + call + "\n")
+	if n.ChildCount() > 0 {
+		r.raw(`\opcaption{`)
+		r.inlines(n)
+		r.raw("}\n")
+	}
+	r.raw("\\end{opfigure}\n")
+}
+
+// inlineImage sets an image inside text (a link, a cell): scaled to the
+// line, without caption. In a heading only its text is shown.
+func (r *writer) inlineImage(n *ast.Image) {
+	call, ok := r.imageCall(n, `\linewidth`)
+	if !ok || r.heading {
+		r.raw(`\opmissing{`)
+		r.inlines(n)
+		r.raw(`}`)
+		return
+	}
+	r.raw(call)
+}
