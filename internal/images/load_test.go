@@ -73,10 +73,10 @@ var hostileWant = map[string]string{
 	"laughs.svg":             "declares XML entities",
 	"huge.svg":               "at most 2097152",
 	"http://169.254.169.254/latest/meta-data/iam/security-credentials/": "not allowed: remote images",
-	"http://127.0.0.1:22/":  "not allowed: remote images",
-	"outside.svg":           `refers to an outside resource ("file:///etc/hostname")`,
-	"file:///etc/hostname":  "not allowed: file: URLs are not fetched",
-	"missing.png":           "missing.png: not found",
+	"http://127.0.0.1:22/": "not allowed: remote images",
+	"outside.svg":          `refers to an outside resource ("file:///etc/hostname")`,
+	"file:///etc/hostname": "not allowed: file: URLs are not fetched",
+	"missing.png":          "missing.png: not found",
 }
 
 // hostileDir returns the testdata hostile folder copied into a temp folder
@@ -445,4 +445,3 @@ func TestLoadNil(t *testing.T) {
 		t.Errorf("Load(nil source) = %v, want a not found problem", le)
 	}
 }
-

@@ -1,0 +1,287 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// slowSVG passes Load (36 million pixels) and keeps rsvg-convert busy for
+// many seconds: a turbulence filter over the whole canvas.
+const slowSVG = `<svg xmlns="http://www.w3.org/2000/svg" width="6000" height="6000">
+<filter id="t" x="0" y="0" width="1" height="1"><feTurbulence baseFrequency="0.01" numOctaves="10"/><feGaussianBlur stdDeviation="50"/></filter>
+<rect width="6000" height="6000" filter="url(#t)"/>
+</svg>`
+
+// floodSVG needs a 6000×6000 filter surface (144 MB) at once.
+const floodSVG = `<svg xmlns="http://www.w3.org/2000/svg" width="6000" height="6000">
+<filter id="f" x="0" y="0" width="1" height="1"><feFlood flood-color="red"/></filter>
+<rect width="6000" height="6000" filter="url(#f)"/>
+</svg>`
+
+// converterChildren lists the pids of rsvg-convert processes whose parent
+// is this test process.
+func converterChildren(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	me := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so split at ")".
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.Contains(s[:i], "(rsvg-convert") {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(me) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// noConverterLeft fails when an rsvg-convert child or its process group
+// survived.
+func noConverterLeft(t *testing.T, pgid int) {
+	t.Helper()
+	if left := converterChildren(t); len(left) > 0 {
+		t.Errorf("rsvg-convert processes left: %v", left)
+	}
+	if pgid > 0 {
+		if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("kill(-%d, 0) = %v, want ESRCH: the process group lives on", pgid, err)
+		}
+	}
+}
+
+// TestSVGReadsNoFile calls the conversion helper directly, as if an SVG had
+// slipped past Load, with every way an SVG names a file, and checks with
+// pdftotext and pdfimages that nothing of the file reached the PDF. The
+// files are /etc/hostname and, because a host name may be too short to
+// search for, a text file with a unique marker and a PNG image in a
+// temporary folder: an image that were loaded would show in pdfimages.
+func TestSVGReadsNoFile(t *testing.T) {
+	testenv.Require(t, "rsvg-convert", "pdftotext", "pdfimages")
+	dir := t.TempDir()
+	marker := fmt.Sprintf("SECRET%dX%d", os.Getpid(), time.Now().UnixNano())
+	text := filepath.Join(dir, "secret.txt")
+	img := filepath.Join(dir, "secret.png")
+	if err := os.WriteFile(text, []byte(marker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, mustRead(t, "testdata/good/tiny.png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostname, _ := os.ReadFile("/etc/hostname")
+	host := strings.TrimSpace(string(hostname))
+	r := strings.NewReplacer("TEXT", text, "IMG", img)
+	tests := []struct{ name, svg string }{
+		{"image href", svgOpen + `<text x="5" y="20">MARKER</text>
+			<image href="file:///etc/hostname" width="50" height="50"/>
+			<image href="file://IMG" width="50" height="50"/>
+			<image xlink:href="IMG" width="50" height="50"/>
+			<image href="../../../../../../..IMG" width="50" height="50"/>
+			<image href="secret.png" width="50" height="50"/></svg>`},
+		{"xinclude", svgOpen + `<text x="5" y="20">MARKER <xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="TEXT" parse="text"/></text>
+			<text x="5" y="40"><xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="file:///etc/hostname" parse="text"/></text>
+			<text x="5" y="60"><xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="file://TEXT" parse="text"/></text></svg>`},
+		{"external entity", `<?xml version="1.0"?><!DOCTYPE svg [ <!ENTITY s SYSTEM "file://TEXT"> <!ENTITY h SYSTEM "file:///etc/hostname"> ]>` +
+			svgOpen + `<text x="5" y="20">MARKER &s; &h;</text></svg>`},
+		{"css", svgOpen + `<style>@import url("TEXT"); rect { fill: url(file://IMG) }</style><rect width="9" height="9" style="fill: url(IMG)"/><text x="5" y="20">MARKER</text></svg>`},
+		{"use", svgOpen + `<use href="IMG#x"/><use href="file:///etc/hostname#x"/><text x="5" y="20">MARKER</text></svg>`},
+		{"feImage", svgOpen + `<filter id="f"><feImage href="file://IMG"/></filter><rect width="50" height="50" filter="url(#f)"/><text x="5" y="20">MARKER</text></svg>`},
+	}
+	sb := defaultSandbox()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pdf, err := sb.svgToPDF(context.Background(), []byte(r.Replace(tt.svg)))
+			var ce *convError
+			if errors.As(err, &ce) && !ce.resource {
+				// Refusing the SVG is as good as ignoring the reference, as
+				// long as the message does not carry the file either.
+				if strings.Contains(ce.msg, marker) {
+					t.Errorf("svgToPDF = %q: the error carries the secret file", ce.msg)
+				}
+				t.Logf("refused: %s", ce.msg)
+				return
+			}
+			if err != nil {
+				t.Fatalf("svgToPDF = %v", err)
+			}
+			path := filepath.Join(t.TempDir(), "out.pdf")
+			if err := os.WriteFile(path, pdf, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			txt := pdfText(t, path)
+			if !strings.Contains(txt, "MARKER") {
+				t.Errorf("pdftotext = %q, want MARKER (the drawing itself)", txt)
+			}
+			if strings.Contains(txt, marker) {
+				t.Errorf("pdftotext = %q: it holds the secret file", txt)
+			}
+			for _, w := range strings.Fields(txt) {
+				if host != "" && w == host {
+					t.Errorf("pdftotext = %q: it holds /etc/hostname (%q)", txt, host)
+				}
+			}
+			out, err := exec.Command("pdfimages", "-list", path).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) > 2 {
+				t.Errorf("pdfimages -list = %s, want no image", out)
+			}
+		})
+	}
+}
+
+// TestSVGCancel: cancelling ctx kills rsvg-convert and its process group,
+// and the error is internal (the client did not do anything wrong).
+func TestSVGCancel(t *testing.T) {
+	testenv.Require(t, "rsvg-convert")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		pdf []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pdf, err := defaultSandbox().svgToPDF(ctx, []byte(slowSVG))
+		done <- result{pdf, err}
+	}()
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0; {
+		if pids := converterChildren(t); len(pids) > 0 {
+			pid = pids[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			r := <-done
+			t.Fatalf("rsvg-convert never showed up (result %v)", r.err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The child is in its own process group and, where the kernel allows,
+	// its own network namespace.
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil || pgid != pid {
+		t.Errorf("getpgid(%d) = %d, %v, want its own group", pid, pgid, err)
+	}
+	mine, _ := os.Readlink("/proc/self/ns/net")
+	theirs, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	t.Logf("network namespace: test %s, rsvg-convert %s (isolated: %v)", mine, theirs, mine != theirs && theirs != "")
+	lim, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil || !strings.Contains(string(lim), "Max address space         1073741824") {
+		t.Errorf("/proc/%d/limits = %s, %v, want an address space limit of 1 GiB", pid, lim, err)
+	}
+	cancel()
+	r := <-done
+	var le *limits.Error
+	var ce *convError
+	if !errors.Is(r.err, context.Canceled) || errors.As(r.err, &le) || errors.As(r.err, &ce) {
+		t.Errorf("svgToPDF(cancelled) = %v, want a wrapped context.Canceled", r.err)
+	}
+	noConverterLeft(t, pgid)
+}
+
+// TestSVGBounds: time and memory bounds end in a 413 resource error, a
+// broken SVG and an oversized PDF in a 422 image problem; no process
+// survives any of them.
+func TestSVGBounds(t *testing.T) {
+	testenv.Require(t, "rsvg-convert")
+	diagram := mustRead(t, "testdata/good/diagram.svg")
+	def := defaultSandbox()
+	short := def
+	short.timeout = time.Second
+	small := def
+	small.memory = 256 << 20
+	tinyOut := def
+	tinyOut.maxPDF = 1000
+	tests := []struct {
+		name     string
+		sb       sandbox
+		svg      string
+		resource bool
+		want     string
+	}{
+		{"timeout", short, slowSVG, true, "took longer than 1s"},
+		{"memory", small, floodSVG, true, "memory"},
+		{"broken", def, svgOpen + `<rect`, false, "the SVG cannot be drawn: XML parse error"},
+		{"output cap", tinyOut, string(diagram), false, "a PDF of more than 1000 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.sb.svgToPDF(context.Background(), []byte(tt.svg))
+			var ce *convError
+			if !errors.As(err, &ce) || ce.resource != tt.resource || !strings.Contains(ce.msg, tt.want) {
+				t.Errorf("svgToPDF = %v, want a problem (resource %v) containing %q", err, tt.resource, tt.want)
+			}
+			noConverterLeft(t, 0)
+		})
+	}
+}
+
+// TestConvertResource: through Convert, an SVG over its time is 413
+// resource, not 422, and names the image.
+func TestConvertResource(t *testing.T) {
+	testenv.Require(t, "rsvg-convert")
+	set, err := Load(context.Background(), []Ref{{"ok.png", 1}, {"slow.svg", 3}}, Assets{
+		"ok.png":   mustRead(t, "testdata/good/tiny.png"),
+		"slow.svg": []byte(slowSVG),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := defaultSandbox()
+	sb.timeout = time.Second
+	_, err = set.convert(context.Background(), t.TempDir(), sb)
+	le := limitsError(t, err, 413)
+	if le.Code() != limits.CodeResource || !strings.Contains(le.Problems[0].Message, "slow.svg: its conversion took longer than 1s") {
+		t.Errorf("Convert(slow.svg) = %v, want 413 resource naming slow.svg", le)
+	}
+	noConverterLeft(t, 0)
+}
+
+// BenchmarkSVGToPDF measures one sandboxed conversion of a small diagram
+// (the shared architecture.svg when present).
+func BenchmarkSVGToPDF(b *testing.B) {
+	testenv.Require(b, "rsvg-convert")
+	svg, err := os.ReadFile("testdata/good/diagram.svg")
+	if shared := testenv.SharedDir(b, moduleRoot); shared != "" {
+		svg, err = os.ReadFile(filepath.Join(shared, "corpus", "images", "architecture.svg"))
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb := defaultSandbox()
+	for b.Loop() {
+		if _, err := sb.svgToPDF(context.Background(), svg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
