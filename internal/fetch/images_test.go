@@ -12,6 +12,8 @@ import (
 	"github.com/outprint/outprint/internal/limits"
 )
 
+var _ images.Source = (*Images)(nil)
+
 func TestImagesOpen(t *testing.T) {
 	big := strings.Repeat("x", limits.MaxImageBytes+4096)
 	release := make(chan struct{})

@@ -22,6 +22,9 @@ import (
 	"github.com/outprint/outprint/internal/outline/outlinetest"
 )
 
+// ImageSource is what a render takes as its images.
+var _ images.Source = (*ImageSource)(nil)
+
 // fixture is a fake Outline with a few users and a client for it.
 type fixture struct {
 	s                         *outlinetest.Server

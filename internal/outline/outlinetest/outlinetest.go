@@ -176,9 +176,12 @@ func New(t testing.TB) *Server {
 	s.Storage = httptest.NewServer(s.record("storage", http.HandlerFunc(s.serveStorage)))
 	s.Images = httptest.NewServer(s.record("images", http.HandlerFunc(s.serveImages)))
 	t.Cleanup(func() {
-		s.Outline.Close()
-		s.Storage.Close()
-		s.Images.Close()
+		// Closing the client connections first cancels handlers that are
+		// still holding an answer back (Delay), so Close does not wait.
+		for _, ts := range []*httptest.Server{s.Outline, s.Storage, s.Images} {
+			ts.CloseClientConnections()
+			ts.Close()
+		}
 	})
 	return s
 }
