@@ -195,9 +195,18 @@ func TestSVGCancel(t *testing.T) {
 	mine, _ := os.Readlink("/proc/self/ns/net")
 	theirs, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
 	t.Logf("network namespace: test %s, rsvg-convert %s (isolated: %v)", mine, theirs, mine != theirs && theirs != "")
-	lim, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
-	if err != nil || !strings.Contains(string(lim), "Max address space         1073741824") {
-		t.Errorf("/proc/%d/limits = %s, %v, want an address space limit of 1 GiB", pid, lim, err)
+	// The limits are set right after the start, before the SVG is sent, so
+	// the child may be seen a moment before they show.
+	var lim []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		lim, err = os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+		if err != nil || strings.Contains(string(lim), "Max address space         1073741824") {
+			break
+		}
+	}
+	if err != nil || !strings.Contains(string(lim), "Max address space         1073741824") ||
+		!strings.Contains(string(lim), "Max cpu time              20                   21") {
+		t.Errorf("/proc/%d/limits = %s, %v, want address space 1 GiB and CPU 20/21 s", pid, lim, err)
 	}
 	cancel()
 	r := <-done
