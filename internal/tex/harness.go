@@ -1,0 +1,78 @@
+package tex
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// The harness is the LaTeX the runner puts between the Job's preamble and
+// \begin{document}. Its messages start with "OUTPRINT-" and a nonce fresh
+// for every process, so no text of a document can forge them even if it
+// reached TeX's terminal.
+
+// newNonce returns 12 random hex digits.
+func newNonce() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// marker is the prefix of the harness's terminal and log lines.
+func marker(nonce string) string { return "OUTPRINT-" + nonce + " " }
+
+// harness returns the LaTeX that goes after the preamble. maxPages is the
+// initial page limit (a warm process gets the real one with the document).
+//
+//   - shipout/after: print "page N" on the terminal (progress; the empty
+//     \message flushes the terminal, which \write alone leaves in stdio's
+//     buffer when stdout is a pipe), and stop
+//     with an error at page maxPages+1. \errmessage under -halt-on-error
+//     ends TeX at once, so a 700-page document stops after page 501.
+//   - \@starttoc: note in the log which table-of-contents file the
+//     document reads, so the runner can tell whether it changed.
+//
+// @ is made a letter for the harness and its catcode restored afterwards,
+// whatever the preamble left it at.
+func harness(nonce string, maxPages int) string {
+	m := marker(nonce)
+	return `%% outprint harness
+\edef\OutprintRestoreAt{\catcode64=\the\catcode64\relax}\catcode64=11
+\newcount\outprint@maxpages \global\outprint@maxpages=` + fmt.Sprint(maxPages) + `\relax
+\AddToHook{shipout/after}{%
+  \immediate\write16{` + m + `page \the\ReadonlyShipoutCounter}\message{}%
+  \ifnum\ReadonlyShipoutCounter>\outprint@maxpages
+    \errmessage{` + m + `page limit}%
+  \fi}
+\let\outprint@starttoc\@starttoc
+\def\@starttoc#1{\immediate\write-1{` + m + `toc #1}\outprint@starttoc{#1}}
+\OutprintRestoreAt
+`
+}
+
+// coldDocument is main.tex of a cold run.
+func coldDocument(preamble, nonce string, maxPages int) string {
+	var b strings.Builder
+	b.WriteString(preamble)
+	if !strings.HasSuffix(preamble, "\n") {
+		b.WriteByte('\n')
+	}
+	b.WriteString(harness(nonce, maxPages))
+	b.WriteString("\\begin{document}\n")
+	b.WriteString("\\immediate\\write16{" + marker(nonce) + "start}\\message{}%\n")
+	b.WriteString("\\input{./body.tex}\n")
+	b.WriteString("\\end{document}\n")
+	return b.String()
+}
+
+// bodyFile is the body's file: the Body and a final newline, so that its
+// last line is complete when \input reaches the end.
+func bodyFile(body string) string {
+	if strings.HasSuffix(body, "\n") {
+		return body
+	}
+	return body + "\n"
+}

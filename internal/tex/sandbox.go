@@ -1,0 +1,337 @@
+package tex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sandbox is how every TeX process is started: the program, the PATH it
+// sees and the rlimits it gets.
+type sandbox struct {
+	program      string // absolute path of xelatex
+	path         string // PATH inside the sandbox
+	memoryBytes  uint64
+	processes    uint64
+	scratchBytes int64
+}
+
+// env builds the environment of a TeX process from scratch: nothing of
+// ours is inherited, so no secret (database URL, API keys) can be read by
+// TeX or by anything it starts. dir is the scratch folder, which is also
+// HOME: per-user caches and TEXMFHOME land there and vanish with it.
+func (s *sandbox) env(dir string) []string {
+	return []string{
+		"PATH=" + s.path,
+		"HOME=" + dir,
+		"TMPDIR=" + dir,
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+		"TEXMFVAR=" + filepath.Join(dir, ".texmf-var"),
+		"TEXMFCONFIG=" + filepath.Join(dir, ".texmf-config"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, ".cache"),
+		// Debian's texmf.cnf reads any file (openin_any=a); paranoid mode
+		// refuses absolute paths, "..", and dot files for \input, \openin
+		// and \openout alike.
+		"openin_any=p",
+		"openout_any=p",
+		"shell_escape=f",
+		// Never build fonts or formats on the fly: a missing font is an
+		// error, not a METAFONT run.
+		"MKTEXPK=0",
+		"MKTEXTFM=0",
+		"MKTEXMF=0",
+		"MKTEXFMT=0",
+		"MKTEXTEX=0",
+		// Long log lines: an error message and its file:line stay on one
+		// line, so the log parser never sees them cut.
+		"max_print_line=10000",
+		"error_line=254",
+		"half_error_line=238",
+	}
+}
+
+// args are the flags of SPEC §7. The explicit -fmt (and -no-parse-first-line)
+// keep a "%&format" first line of the preamble from choosing a format.
+func (s *sandbox) args(format string) []string {
+	if format == "" {
+		format = "xelatex"
+	}
+	return []string{
+		"-fmt=" + format,
+		"-no-parse-first-line",
+		"-no-shell-escape",
+		"-no-mktex=tfm",
+		"-no-mktex=tex",
+		"-interaction=nonstopmode",
+		"-halt-on-error",
+		"-file-line-error",
+		"main.tex",
+	}
+}
+
+// proc is one started TeX process group.
+type proc struct {
+	cmd      *exec.Cmd
+	pid      int
+	started  time.Time
+	exited   chan struct{} // closed by the waiter goroutine when the leader has exited (not reaped yet)
+	readDone chan struct{} // closed by the reader goroutine at the end of the output
+	out      *os.File      // read end of the output pipe; closed by the reader
+
+	mu   sync.Mutex
+	tail []byte // the last outputTail bytes of stdout+stderr
+}
+
+const outputTail = 16 << 10
+
+// start starts program args in dir, in a process group of its own, with
+// the sandbox's environment and rlimits. onLine is called for every line of
+// output (stdout and stderr) from the reader goroutine; it must not block.
+// cpuSeconds is the CPU-time rlimit.
+//
+// The rlimits are set with prlimit(2) on the child right after it starts.
+// Between fork and that call the child runs unrestricted for a few
+// microseconds; this is acceptable because the only thing it does in that
+// time is exec XeLaTeX, which then spends tens of milliseconds loading its
+// format before it could allocate much or fork (xdvipdfmx is started at the
+// first page shipped). The alternative, re-executing outprint itself to set
+// the limits before exec, needs the binary's path and a hidden command.
+//
+// RLIMIT_NPROC counts all processes of the user, not of the group, and is
+// not enforced for root (CAP_SYS_RESOURCE); in a container running as root
+// a pids cgroup is the bound that holds.
+func (s *sandbox) start(dir string, args []string, cpuSeconds uint64, onLine func(string)) (*proc, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("output pipe: %w", err)
+	}
+	cmd := exec.Command(s.program, args...)
+	cmd.Dir = dir
+	cmd.Env = s.env(dir)
+	cmd.Stdin = nil // /dev/null: TeX can never wait at a prompt
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+		// If outprint itself dies, the kernel kills the group's leader.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("start %s: %w", s.program, err)
+	}
+	pw.Close()
+	p := &proc{
+		cmd: cmd, pid: cmd.Process.Pid, started: time.Now(),
+		exited: make(chan struct{}), readDone: make(chan struct{}), out: pr,
+	}
+	// The waiter goroutine is owned by the proc: it ends when the leader
+	// exits, which every path guarantees by killing the group.
+	go p.waitExit()
+	// The reader goroutine is owned by the proc: it ends when every
+	// process of the group has closed the pipe (they are all killed at
+	// the end) or when reap closes the read end after a grace period.
+	go p.read(onLine)
+	if err := s.limit(p.pid, cpuSeconds); err != nil && !errors.Is(err, unix.ESRCH) {
+		p.killGroup()
+		p.reap()
+		return nil, fmt.Errorf("rlimits: %w", err)
+	}
+	return p, nil
+}
+
+func (s *sandbox) limit(pid int, cpuSeconds uint64) error {
+	set := func(resource int, cur, max uint64) error {
+		return unix.Prlimit(pid, resource, &unix.Rlimit{Cur: cur, Max: max}, nil)
+	}
+	if err := set(unix.RLIMIT_AS, s.memoryBytes, s.memoryBytes); err != nil {
+		return fmt.Errorf("address space: %w", err)
+	}
+	if err := set(unix.RLIMIT_NPROC, s.processes, s.processes); err != nil {
+		return fmt.Errorf("processes: %w", err)
+	}
+	if err := set(unix.RLIMIT_FSIZE, uint64(s.scratchBytes), uint64(s.scratchBytes)); err != nil {
+		return fmt.Errorf("file size: %w", err)
+	}
+	// SIGXCPU at the soft limit, SIGKILL one second later.
+	if err := set(unix.RLIMIT_CPU, cpuSeconds, cpuSeconds+1); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
+	if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
+		return fmt.Errorf("core: %w", err)
+	}
+	return nil
+}
+
+// waitExit blocks until the leader exits, without reaping it: while the
+// leader is an unreaped zombie its pid, and so the group id, cannot be
+// reused, so killing the group afterwards cannot hit a stranger.
+func (p *proc) waitExit() {
+	defer close(p.exited)
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+func (p *proc) read(onLine func(string)) {
+	defer close(p.readDone)
+	defer p.out.Close()
+	sc := bufio.NewScanner(p.out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		p.mu.Lock()
+		p.tail = append(p.tail, line...)
+		p.tail = append(p.tail, '\n')
+		if len(p.tail) > 2*outputTail {
+			p.tail = append(p.tail[:0], p.tail[len(p.tail)-outputTail:]...)
+		}
+		p.mu.Unlock()
+		if onLine != nil {
+			onLine(string(line))
+		}
+	}
+	// A line over the buffer ends the scan; keep draining so TeX never
+	// blocks on a full pipe.
+	if sc.Err() != nil {
+		buf := make([]byte, 32<<10)
+		for {
+			if _, err := p.out.Read(buf); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// output returns the tail of the process's output.
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.tail
+	if len(t) > outputTail {
+		t = t[len(t)-outputTail:]
+	}
+	return string(t)
+}
+
+// killGroup sends SIGKILL to every process of the group.
+func (p *proc) killGroup() {
+	_ = unix.Kill(-p.pid, unix.SIGKILL)
+}
+
+// reap kills whatever is left of the group, reaps the leader and waits for
+// the output to end. It must be called exactly once, after exited is closed.
+func (p *proc) reap() *os.ProcessState {
+	<-p.exited
+	p.killGroup()
+	_ = p.cmd.Wait() // the exit status is in ProcessState
+	select {
+	case <-p.readDone:
+	case <-time.After(2 * time.Second):
+		// Something outside the group holds the pipe; stop reading.
+		p.out.SetReadDeadline(time.Now())
+		<-p.readDone
+	}
+	return p.cmd.ProcessState
+}
+
+// errScratchFull is the cause when the scratch folder outgrew its bound.
+var errScratchFull = errors.New("scratch folder full")
+
+// wait waits until the process exits or ctx ends (then it kills the
+// group), watching the scratch folder's size on the way; it always kills
+// what is left of the group and reaps the leader. cause is nil when the
+// process exited by itself, ctx.Err() or errScratchFull otherwise.
+func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs map[string]bool) (state *os.ProcessState, cause error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-p.exited:
+			break loop
+		case <-ctx.Done():
+			cause = ctx.Err()
+			p.killGroup()
+			break loop
+		case <-tick.C:
+			if scratchSize(dir, inputs) > maxScratch {
+				cause = errScratchFull
+				p.killGroup()
+				break loop
+			}
+		}
+	}
+	return p.reap(), cause
+}
+
+// scratchSize sums the sizes of the files TeX wrote in dir (the inputs we
+// placed there do not count).
+func scratchSize(dir string, inputs map[string]bool) int64 {
+	var total int64
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if rel, _ := filepath.Rel(dir, path); inputs[rel] {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total
+}
+
+// cpuTime is the user+system time of a reaped process and of the children
+// it waited for (xdvipdfmx).
+func cpuTime(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	return ps.UserTime() + ps.SystemTime()
+}
+
+// procCPU reads the CPU time a live process has used so far from
+// /proc/PID/stat (its own, not its children's).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may
+	// contain spaces: utime and stime are fields 14 and 15 of the line,
+	// 12 and 13 after the name.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(fields[11], &ut)
+	fmt.Sscan(fields[12], &st)
+	// USER_HZ is 100 on every Linux we run on.
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
