@@ -125,7 +125,7 @@ func pixelProblem(w, h int64) string {
 	// w and h come from 31- or 32-bit header fields (or a bounded float for
 	// SVG), so the product fits an int64.
 	if px := w * h; px > limits.MaxImagePixels {
-		return fmt.Sprintf("%d pixels (%d×%d), at most %d", px, w, h, limits.MaxImagePixels)
+		return fmt.Sprintf("%d pixels, at most %d (%d×%d by its header)", px, limits.MaxImagePixels, w, h)
 	}
 	return ""
 }

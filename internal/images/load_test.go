@@ -65,7 +65,7 @@ func limitsError(t *testing.T, err error, status int) *limits.Error {
 
 // hostileWant is what each hostile image of images.md must be refused with.
 var hostileWant = map[string]string{
-	"bomb.png":               "bomb.png: 10000000000 pixels (100000×100000), at most 40000000",
+	"bomb.png":               "bomb.png: 10000000000 pixels, at most 40000000 (100000×100000 by its header)",
 	"../../../../etc/passwd": "not allowed: images must be files inside the document's folder",
 	"truncated.png":          "truncated PNG",
 	"not-an-image.png":       "not a supported image",
@@ -318,7 +318,7 @@ func TestLoadLimits(t *testing.T) {
 		{"11 MiB", Dir(dir), []Ref{{"big.png", 4}}, "big.png: larger than 10485760 bytes", 4},
 		{"56 MiB together", Dir(dir), totalRefs, "noise-5.png: the images together exceed 52428800 bytes", 8},
 		{"40M pixels", Dir(dir), []Ref{{"px-40m.png", 2}}, "", 0},
-		{"40M+1 pixels", Dir(dir), []Ref{{"px-40m1.png", 2}}, "px-40m1.png: 40000001 pixels (40000001×1), at most 40000000", 2},
+		{"40M+1 pixels", Dir(dir), []Ref{{"px-40m1.png", 2}}, "px-40m1.png: 40000001 pixels, at most 40000000 (40000001×1 by its header)", 2},
 		{"SVG 40M pixels", Dir(dir), []Ref{{"svg-40m.svg", 2}}, "", 0},
 		{"SVG 40M+1 pixels", Dir(dir), []Ref{{"svg-40m1.svg", 2}}, "40000001 pixels", 2},
 		{"SVG 2 MiB", Dir(dir), []Ref{{"svg-2m.svg", 5}}, "", 0},

@@ -195,6 +195,10 @@ func TestSVGCancel(t *testing.T) {
 	mine, _ := os.Readlink("/proc/self/ns/net")
 	theirs, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
 	t.Logf("network namespace: test %s, rsvg-convert %s (isolated: %v)", mine, theirs, mine != theirs && theirs != "")
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil || len(env) != 0 {
+		t.Errorf("/proc/%d/environ = %q, %v, want an empty environment", pid, env, err)
+	}
 	// The limits are set right after the start, before the SVG is sent, so
 	// the child may be seen a moment before they show.
 	var lim []byte
@@ -277,7 +281,8 @@ func TestConvertResource(t *testing.T) {
 }
 
 // BenchmarkSVGToPDF measures one sandboxed conversion of a small diagram
-// (the shared architecture.svg when present).
+// (the shared architecture.svg when present), with and without the user
+// and network namespaces.
 func BenchmarkSVGToPDF(b *testing.B) {
 	testenv.Require(b, "rsvg-convert")
 	svg, err := os.ReadFile("testdata/good/diagram.svg")
@@ -287,9 +292,30 @@ func BenchmarkSVGToPDF(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sb := defaultSandbox()
+	for _, isolate := range []bool{true, false} {
+		b.Run(fmt.Sprintf("isolate=%v", isolate), func(b *testing.B) {
+			sb := defaultSandbox()
+			sb.isolate = isolate
+			for b.Loop() {
+				if _, err := sb.svgToPDF(context.Background(), svg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLoad measures the gateway's share for the good test images:
+// reading, sniffing, header and structure checks, SVG rules.
+func BenchmarkLoad(b *testing.B) {
+	refs := []Ref{{"tiny.png", 1}, {"tiny.jpg", 2}, {"anim.gif", 3}, {"tiny.webp", 4}, {"diagram.svg", 5}}
+	src := Dir("testdata/good")
+	if shared := testenv.SharedDir(b, moduleRoot); shared != "" {
+		refs = []Ref{{"chart.png", 1}, {"photo.jpg", 2}, {"architecture.svg", 3}}
+		src = Dir(filepath.Join(shared, "corpus", "images"))
+	}
 	for b.Loop() {
-		if _, err := sb.svgToPDF(context.Background(), svg); err != nil {
+		if _, err := Load(context.Background(), refs, src); err != nil {
 			b.Fatal(err)
 		}
 	}
