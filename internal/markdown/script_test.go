@@ -335,17 +335,24 @@ func missingCharacters(log string) []string {
 }
 
 // TestMultilingualXeLaTeX typesets every line of the multilingual corpus,
-// in regular, bold and italic, with the runs wrapped as the writer wraps
-// them, and checks that XeTeX found every glyph and that the PDF's text has
+// in serif, sans serif and monospace, regular, bold and italic, with the
+// runs wrapped as the writer wraps them, and checks that XeTeX found every glyph and that the PDF's text has
 // every script, right-to-left phrases in reading order.
 func TestMultilingualXeLaTeX(t *testing.T) {
 	lines := corpusLines(t)
 	whole := strings.Join(lines, "\n")
 	var b strings.Builder
-	b.WriteString("\\documentclass{article}\n\\usepackage[a4paper,landscape,margin=1cm]{geometry}\n\\usepackage{fontspec}\n\\setmainfont{Noto Serif}\n")
+	b.WriteString("\\documentclass{article}\n\\usepackage[a4paper,landscape,margin=1cm]{geometry}\n\\usepackage{fontspec}\n")
+	b.WriteString("\\setmainfont{Noto Serif}\n\\setsansfont{Noto Sans}\n\\setmonofont{Noto Sans Mono}\n")
 	b.WriteString(FontPreamble(ScriptsOf(whole)))
 	b.WriteString("\\parindent=0pt\n\\begin{document}\n")
-	for _, style := range []string{"\\normalfont", "\\bfseries", "\\itshape", "\\bfseries\\itshape"} {
+	// The main font's runs are also set in sans serif (headings) and
+	// monospace (code), so all of them must have the glyphs.
+	for _, style := range []string{
+		"\\normalfont", "\\bfseries", "\\itshape", "\\bfseries\\itshape",
+		"\\sffamily", "\\sffamily\\bfseries", "\\sffamily\\itshape", "\\sffamily\\bfseries\\itshape",
+		"\\ttfamily", "\\ttfamily\\bfseries",
+	} {
 		b.WriteString(style + "\n")
 		for _, line := range lines {
 			if strings.TrimSpace(line) == "" {

@@ -34,6 +34,7 @@ import (
 
 // Family is one font family of the fallback chain: its key in package
 // markdown, the name fontspec loads it by, and the files of its faces.
+// In a collection file (.ttc) the face whose family is Name is read.
 type Family struct {
 	Const string   // Go constant for its bit
 	Key   string   // font key of markdown.Run ("" is the main font)
@@ -44,7 +45,14 @@ type Family struct {
 // Families lists the fonts in bit order. The order is part of the generated
 // file only; the fallback order lives in package markdown.
 var Families = []Family{
-	{"covMain", "", "Noto Serif", []string{"NotoSerif-Regular.ttf", "NotoSerif-Bold.ttf", "NotoSerif-Italic.ttf", "NotoSerif-BoldItalic.ttf"}},
+	// The main font is Noto Serif, but the same runs are set in Noto Sans
+	// in headings and in Noto Sans Mono in code, so a character counts as
+	// covered only when all three have it.
+	{"covMain", "", "Noto Serif", []string{
+		"NotoSerif-Regular.ttf", "NotoSerif-Bold.ttf", "NotoSerif-Italic.ttf", "NotoSerif-BoldItalic.ttf",
+		"NotoSans-Regular.ttf", "NotoSans-Bold.ttf", "NotoSans-Italic.ttf", "NotoSans-BoldItalic.ttf",
+		"NotoSansMono-Regular.ttf", "NotoSansMono-Bold.ttf",
+	}},
 	{"covCJK", "cjk", "Noto Serif CJK JP", []string{"NotoSerifCJK-Regular.ttc", "NotoSerifCJK-Bold.ttc"}},
 	{"covArabic", "arabic", "Noto Naskh Arabic", []string{"NotoNaskhArabic-Regular.ttf", "NotoNaskhArabic-Bold.ttf"}},
 	{"covHebrew", "hebrew", "Noto Sans Hebrew", []string{"NotoSansHebrew-Regular.ttf", "NotoSansHebrew-Bold.ttf"}},
@@ -54,7 +62,6 @@ var Families = []Family{
 	{"covSymbols", "symbols", "Noto Sans Symbols", []string{"NotoSansSymbols-Regular.ttf", "NotoSansSymbols-Bold.ttf"}},
 	{"covSymbolsTwo", "symbolstwo", "Noto Sans Symbols2", []string{"NotoSansSymbols2-Regular.ttf"}},
 	{"covEmoji", "emoji", "Symbola", []string{"Symbola_hint.ttf"}},
-	{"covMono", "mono", "Noto Sans Mono", []string{"NotoSansMono-Regular.ttf", "NotoSansMono-Bold.ttf"}},
 }
 
 const maxRune = 0x10FFFF
@@ -194,8 +201,8 @@ func familyCoverage(fam Family, paths map[string]string) ([]bool, string, error)
 	return set, version, nil
 }
 
-// openFace parses path, which may be a collection, and returns the face of
-// the family name (collections such as Noto CJK hold one face per region).
+// openFace parses path and returns its face; in a collection (Noto CJK
+// holds one face per region) the face of the family name.
 func openFace(path, family string) (*sfnt.Font, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -204,6 +211,9 @@ func openFace(path, family string) (*sfnt.Font, error) {
 	c, err := sfnt.ParseCollection(data)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	if c.NumFonts() == 1 {
+		return c.Font(0)
 	}
 	var names []string
 	for i := 0; i < c.NumFonts(); i++ {
