@@ -260,9 +260,12 @@ func sourceProblem(url string, err error) string {
 // problemAt is the problem of one image: Field is its URL, the message
 // starts with it, as in "bomb.png: 10000000000 pixels, at most 40000000".
 func problemAt(im *entry, msg string) limits.Problem {
-	name := display(im.url)
+	name, field := display(im.url), display(im.url)
+	if im.url == "" {
+		name, field = "an image without URL", "images"
+	}
 	return limits.Problem{
-		Field: name, Source: limits.SourceImage, Code: limits.CodeImage, Line: im.line,
+		Field: field, Source: limits.SourceImage, Code: limits.CodeImage, Line: im.line,
 		Message: name + ": " + msg,
 	}
 }

@@ -439,9 +439,10 @@ func TestLoadNil(t *testing.T) {
 	if err != nil || set.Len() != 0 || set.Bytes() != 0 {
 		t.Errorf("Load(nil) = %v, %v, want an empty set", set, err)
 	}
-	_, err = Load(context.Background(), []Ref{{"a.png", 2}}, nil)
+	_, err = Load(context.Background(), []Ref{{"a.png", 2}, {"", 4}}, nil)
 	le := limitsError(t, err, 422)
-	if len(le.Problems) != 1 || !strings.Contains(le.Problems[0].Message, "not found") {
-		t.Errorf("Load(nil source) = %v, want a not found problem", le)
+	if len(le.Problems) != 2 || le.Problems[0].Message != "a.png: not found" ||
+		le.Problems[1].Message != "an image without URL: not found" || le.Problems[1].Field != "images" {
+		t.Errorf("Load(nil source) = %+v, want two not found problems", le.Problems)
 	}
 }

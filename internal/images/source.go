@@ -158,19 +158,26 @@ func openError(raw string, err error) error {
 // after the same normalisation as Dir's, so "./img/a.png" finds "img/a.png".
 type Assets map[string][]byte
 
-// Open returns the asset the relative URL names, or ErrNotFound; a URL with
-// a scheme or a path leaving the upload is ErrNotAllowed. An asset larger
-// than limits.MaxImageBytes is returned cut to MaxImageBytes+1 bytes, as
-// the Source contract asks.
+// Open returns the asset the URL names, or ErrNotFound. A key equal to the
+// URL always matches: assets are bytes the client (or a gateway, see
+// Set.Assets) handed over, so even a key like "https://host/a.png" reads
+// nothing but those bytes. Otherwise a URL with a scheme or a path leaving
+// the upload is ErrNotAllowed, and a relative one is looked up normalised.
+// An asset larger than limits.MaxImageBytes is returned cut to
+// MaxImageBytes+1 bytes, as the Source contract asks.
 func (a Assets) Open(ctx context.Context, raw string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	data, ok := a[raw]
+	if ok {
+		return capBytes(data), nil
 	}
 	name, err := localPath(raw)
 	if err != nil {
 		return nil, err
 	}
-	data, ok := a[name]
+	data, ok = a[name]
 	if !ok {
 		// Keys come from part file names that may be written "./img/a.png";
 		// there are few, so a scan beats a second, normalised map.
@@ -184,10 +191,15 @@ func (a Assets) Open(ctx context.Context, raw string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no uploaded asset %q", ErrNotFound, raw)
 	}
+	return capBytes(data), nil
+}
+
+// capBytes cuts data to the MaxImageBytes+1 bytes a Source returns at most.
+func capBytes(data []byte) []byte {
 	if len(data) > limits.MaxImageBytes+1 {
-		data = data[:limits.MaxImageBytes+1]
+		return data[:limits.MaxImageBytes+1]
 	}
-	return data, nil
+	return data
 }
 
 // chain routes a URL to the source for its kind.

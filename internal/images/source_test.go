@@ -112,6 +112,8 @@ func TestAssets(t *testing.T) {
 		"img/a.png":   []byte("a"),
 		"./img/b.png": []byte("b"),
 		"big.png":     make([]byte, limits.MaxImageBytes+10),
+		// A remote image a gateway fetched and handed on (Set.Assets).
+		"https://example.com/fetched.png": []byte("fetched"),
 	}
 	tests := []struct {
 		url  string
@@ -129,6 +131,7 @@ func TestAssets(t *testing.T) {
 		{url: "../img/a.png", err: ErrNotAllowed},
 		{url: "/img/a.png", err: ErrNotAllowed},
 		{url: "https://example.com/img/a.png", err: ErrNotAllowed},
+		{url: "https://example.com/fetched.png", want: "fetched"},
 	}
 	for _, tt := range tests {
 		got, err := a.Open(context.Background(), tt.url)
@@ -195,5 +198,30 @@ func TestChain(t *testing.T) {
 	want := []string{"https://img.example.com/a.png", "HTTP://img.example.com/a.png"}
 	if len(remoteURLs) != len(want) || remoteURLs[0] != want[0] || remoteURLs[1] != want[1] {
 		t.Errorf("remote asked for %q, want %q", remoteURLs, want)
+	}
+}
+
+// TestSetAssets: what a gateway loaded, remote images included, loads again
+// on a worker from Set.Assets alone and converts.
+func TestSetAssets(t *testing.T) {
+	tiny := mustRead(t, "testdata/good/tiny.png")
+	remote := sourceFunc(func(_ context.Context, url string) ([]byte, error) {
+		if url == "https://img.example.com/a.png" {
+			return tiny, nil
+		}
+		return nil, ErrNotFound
+	})
+	refs := []Ref{{"tiny.jpg", 1}, {"https://img.example.com/a.png", 2}}
+	set, err := Load(context.Background(), refs, Chain(Dir("testdata/good"), remote))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(context.Background(), refs, set.Assets())
+	if err != nil {
+		t.Fatalf("Load(Set.Assets()) = %v, want no error", err)
+	}
+	got, err := again.Convert(context.Background(), t.TempDir())
+	if err != nil || len(got) != 2 || got["https://img.example.com/a.png"].Width != 40 {
+		t.Errorf("Convert = %v, %v, want both images, the remote one 40 px wide", got, err)
 	}
 }
