@@ -1,0 +1,232 @@
+package jobs
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outprint/outprint/internal/store"
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// The crash tests re-run this test binary as a child process (TestMain
+// sees childEnv) that runs a Service with OUTPRINT_FAILPOINT set and submits
+// one job; the Service kills the child with SIGKILL at the failpoint. A new
+// Service on the same database and store must then bring the job to exactly
+// one result or one terminal error.
+const (
+	childEnv      = "OUTPRINT_JOBS_CRASH_CHILD"
+	childDBEnv    = "OUTPRINT_JOBS_CRASH_DB"
+	childStoreEnv = "OUTPRINT_JOBS_CRASH_STORE"
+	failpointEnv  = "OUTPRINT_FAILPOINT"
+)
+
+const crashTenant, crashKey = "crash-tenant", "crash-key"
+
+// crashConfig is shared by child and parent: RescueAfter is short so that
+// River's rescuer picks up the killed attempt soon after the parent becomes
+// leader.
+func crashConfig() Config {
+	cfg := testConfig()
+	cfg.JobTimeout = 4 * time.Second
+	cfg.RescueAfter = 10 * time.Second
+	cfg.TTL = 5 * time.Second
+	return cfg
+}
+
+// crashChild is the child process. It returns an exit code only when the
+// failpoint was not reached, which the parent reports as a failure.
+func crashChild() int {
+	ctx := context.Background()
+	db, err := Open(ctx, os.Getenv(childDBEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	st, err := store.NewFS(os.Getenv(childStoreEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	r := &texRenderer{maxPages: 3, calls: map[string]int{}, ctxDone: map[string]time.Time{},
+		reaped: map[string]time.Time{}, started: make(chan string, 10), progress: map[string][]string{}}
+	cfg := crashConfig()
+	cfg.Failpoint = os.Getenv(failpointEnv)
+	svc, err := New(db, st, r, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	if err := svc.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	job, _, err := svc.Submit(ctx, Input{Tenant: crashTenant, User: "u", Markdown: []byte("pages: 2\n"), IdempotencyKey: crashKey})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: submit:", err)
+		return 2
+	}
+	fmt.Printf("JOB %s\n", job.ID)
+	time.Sleep(60 * time.Second)
+	fmt.Fprintln(os.Stderr, "child: the failpoint was never reached")
+	return 3
+}
+
+// runCrashChild runs the child until it dies and checks that it died of
+// SIGKILL. It returns the job id the child printed, if it got that far.
+func runCrashChild(t *testing.T, databaseURL, storeRoot, failpoint string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", childDBEnv+"="+databaseURL, childStoreEnv+"="+storeRoot, failpointEnv+"="+failpoint)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "JOB "); ok {
+			id = v
+		}
+	}
+	_, _ = io.Copy(io.Discard, out)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("child ended with %v, want death by SIGKILL\n%s", err, stderr.String())
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended with %v, want death by SIGKILL at %s\n%s", err, failpoint, stderr.String())
+	}
+	return id
+}
+
+func TestCrashRecovery(t *testing.T) {
+	testenv.Require(t, "xelatex")
+	failpoints := []struct {
+		name string
+		// rendersAfter is how often the new process must render: never
+		// when the killed attempt had already stored the result.
+		rendersAfter int
+	}{
+		{FailAfterInputStore, 1},
+		{FailAfterJobCreate, 1},
+		{FailDuringRender, 1},
+		{FailAfterOutputStore, 0},
+		{FailBeforeSuccess, 0},
+	}
+	for _, kind := range kinds {
+		for _, fp := range failpoints {
+			t.Run(kind+"/"+fp.name, func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				r := newTeXRenderer(t)
+				h := newHarness(t, kind, r, crashConfig())
+				childID := runCrashChild(t, h.url, h.store.Root(), fp.name)
+
+				listed, err := h.svc.List(ctx, crashTenant, "", 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var orphan string
+				if fp.name == FailAfterInputStore {
+					// Killed before the commit: no job exists, the client got
+					// no answer, its input is an orphan folder.
+					if len(listed) != 0 || childID != "" {
+						t.Fatalf("after %s: jobs = %+v, child printed %q; want none", fp.name, listed, childID)
+					}
+					names, err := h.store.List(ctx, "jobs")
+					if err != nil || len(names) != 1 {
+						t.Fatalf("after %s: stored folders = %v, %v; want the one orphan", fp.name, names, err)
+					}
+					orphan = names[0]
+				} else if len(listed) != 1 {
+					t.Fatalf("after %s: jobs = %+v, want 1", fp.name, listed)
+				}
+
+				h.start(h.svc)
+				// The client retries with its idempotency key: the job the
+				// child created is found, or (no job yet) one is created.
+				job, created, err := h.svc.Submit(ctx, Input{Tenant: crashTenant, User: "u", Markdown: []byte("pages: 2\n"), IdempotencyKey: crashKey})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wantCreated := fp.name == FailAfterInputStore; created != wantCreated {
+					t.Errorf("Submit(retry) created = %v, want %v", created, wantCreated)
+				}
+				if !created && job.ID != listed[0].ID {
+					t.Errorf("Submit(retry) = job %s, want the child's %s", job.ID, listed[0].ID)
+				}
+
+				final := h.waitTerminal(crashTenant, job.ID)
+				if final.State != StateSucceeded {
+					t.Fatalf("job ended %s (%s: %s), want succeeded", final.State, final.ErrorCode, final.ErrorMessage)
+				}
+				rc, _, err := h.svc.Result(ctx, crashTenant, job.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pdf, _ := io.ReadAll(rc)
+				rc.Close()
+				checkPDF(t, pdf, 2, "outprint job "+job.ID)
+				if final.Pages != 2 {
+					t.Errorf("job pages = %d, want 2", final.Pages)
+				}
+				files := h.jobFiles(job.ID)
+				if want := []string{"input/document.md", "input/manifest.json", "result.pdf"}; !slices.Equal(files, want) {
+					t.Errorf("stored files = %v, want exactly %v (one result, no leftovers)", files, want)
+				}
+				r.mu.Lock()
+				renders := r.calls[job.ID]
+				r.mu.Unlock()
+				if renders != fp.rendersAfter {
+					t.Errorf("renders after restart = %d, want %d", renders, fp.rendersAfter)
+				}
+
+				if orphan != "" {
+					// The orphan goes once it is older than TTL.
+					time.Sleep(time.Until(mustIDTime(t, orphan).Add(crashConfig().TTL + 100*time.Millisecond)))
+					res, err := h.svc.Sweep(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Orphans != 1 {
+						t.Errorf("Sweep().Orphans = %d, want 1", res.Orphans)
+					}
+					if _, err := os.Stat(filepath.Join(h.store.Root(), "jobs", orphan)); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("orphan input %s still stored (%v)", orphan, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func mustIDTime(t *testing.T, id string) time.Time {
+	t.Helper()
+	tm, ok := idTime(id)
+	if !ok {
+		t.Fatalf("%q is not a version-7 job id", id)
+	}
+	return tm
+}

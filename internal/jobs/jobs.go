@@ -1,0 +1,342 @@
+// Package jobs runs durable render jobs (SPEC §5 "Jobs"): acceptance that
+// survives a crash, tenant-scoped idempotency keys, bounded concurrency,
+// observable state and progress, cancellation that reaches a running render,
+// classified retries, and retention.
+//
+// The queue is River (github.com/riverqueue/river) on SQLite for the embedded
+// default or on PostgreSQL, through one code path: the Service talks to a
+// small backend that is the same generic code instantiated for River's
+// riversqlite (database/sql) and riverpgxv5 (pgx) drivers, and its own SQL is
+// written once for both engines.
+//
+// Where River does not cover the contract, the package keeps its own tables
+// (migrations/): outprint_jobs is the public record of a job — state,
+// phase, pages, attempts, error code, times — and outprint_idempotency holds
+// idempotency keys with their request digest. River's job arguments carry
+// only the job id; inputs and results live in the artifact store under
+// deterministic keys (Keys), written before the job row commits.
+//
+// Life of a job:
+//
+//	Submit   store input (jobs/{id}/input/…) → one transaction: idempotency
+//	         row, River job (InsertTx), outprint_jobs row (queued) → commit
+//	work     River claims → budget slot → row running (phase preparing) →
+//	         Renderer with progress beats → result.pdf stored → one
+//	         transaction: row succeeded + River job completed (JobCompleteTx)
+//	Cancel   one transaction: row cancelled + River job cancelled; the
+//	         running render's context is cancelled at once in this process,
+//	         and within CancelPoll by the worker's watcher elsewhere
+//	Sweep    periodic: delete artifacts after TTL, rows after RowRetention,
+//	         fail jobs whose River job was lost, remove orphaned inputs
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// Job states (SPEC §5).
+const (
+	StateQueued    = "queued"
+	StateRunning   = "running"
+	StateSucceeded = "succeeded"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+)
+
+// Progress phases (SPEC §5).
+const (
+	PhasePreparing = "preparing"
+	PhaseRendering = "rendering"
+	PhasePackaging = "packaging"
+)
+
+// Sources of a job's document.
+const (
+	SourceMarkdown = "markdown"
+	SourceOutline  = "outline"
+)
+
+// Error codes this package sets on failed jobs in addition to those of
+// limits.Error.
+const (
+	// CodeExhausted marks a job whose transient failures used up its
+	// attempts, or whose worker was lost on its last attempt.
+	CodeExhausted = "retries_exhausted"
+	// CodeInputMissing marks a job whose stored input disappeared before it
+	// ran (deleted by hand or by a retention misconfiguration).
+	CodeInputMissing = "input_missing"
+)
+
+// Sentinel errors. The HTTP layer maps them: ErrNotFound → 404,
+// ErrIdempotencyMismatch → 409 idempotency_mismatch, ErrNotReady → 409,
+// ErrExpired → 410.
+var (
+	ErrNotFound            = errors.New("job not found")
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	ErrNotReady            = errors.New("job result not ready")
+	ErrExpired             = errors.New("job result expired")
+)
+
+// Job is the public view of one job.
+type Job struct {
+	ID     string
+	Tenant string
+	User   string
+	// Name is the document's file name as submitted, if any.
+	Name  string
+	State string
+	// Phase and Pages are the last progress beat; Phase is empty before
+	// the first attempt starts and after the job ended.
+	Phase    string
+	Pages    int
+	Attempts int
+	// ErrorCode and ErrorMessage are set for failed jobs only. The message
+	// is client-facing (from a limits.Error) or a generic text; internal
+	// error text stays in logs.
+	ErrorCode    string
+	ErrorMessage string
+	CreatedAt    time.Time
+	StartedAt    *time.Time
+	FinishedAt   *time.Time
+	// ExpiresAt is when the job's input and result are deleted: TTL after
+	// creation while it waits or runs, TTL after it finished once it did.
+	ExpiresAt time.Time
+	// Source is SourceMarkdown or SourceOutline.
+	Source string
+	// OutlineDocumentID is set for Outline jobs; the HTTP layer re-checks
+	// the downloading reader's right to this document before Result.
+	OutlineDocumentID string
+}
+
+// Terminal reports whether the job has ended (succeeded, failed or
+// cancelled).
+func (j Job) Terminal() bool { return terminal(j.State) }
+
+func terminal(state string) bool {
+	return state == StateSucceeded || state == StateFailed || state == StateCancelled
+}
+
+// Input is one job as accepted. Markdown, Metadata and Assets are what the
+// render needs; for Outline jobs they were fetched at acceptance with the
+// reader's cookie, which is never stored.
+type Input struct {
+	Tenant string
+	User   string
+	// Name is the document's file name (e.g. "memo.md"), optional.
+	Name     string
+	Markdown []byte
+	// Metadata is the optional JSON Binding.
+	Metadata []byte
+	// Assets maps the path or URL the Markdown uses to the image bytes.
+	Assets map[string][]byte
+	// Outline is set for Outline documents.
+	Outline *OutlineSource
+	// IdempotencyKey is the client's Idempotency-Key header, if any.
+	IdempotencyKey string
+	// Digest identifies the request for idempotency. When empty, Submit
+	// computes it from the canonical request (RequestDigest).
+	Digest string
+}
+
+// OutlineSource describes an Outline document fetched at acceptance. Its
+// text goes in Input.Markdown and its images in Input.Assets, keyed by the
+// URL the Markdown uses.
+type OutlineSource struct {
+	DocumentID string
+	// URL is Outline's public URL; the document's relative links resolve
+	// against it.
+	URL       string
+	Title     string
+	Author    string
+	UpdatedAt time.Time
+	Language  string
+}
+
+// RenderInput is what the worker hands the Renderer: the stored input of
+// one job.
+type RenderInput struct {
+	JobID   string
+	Attempt int
+	Tenant  string
+	User    string
+	Name    string
+	// Markdown, Metadata and Assets are as submitted.
+	Markdown []byte
+	Metadata []byte
+	Assets   map[string][]byte
+	Outline  *OutlineSource
+}
+
+// Renderer renders one job. The integrator adapts package render to it. A
+// *limits.Error fails the job at once with its code; any other error is
+// transient and retried. Render must return promptly once ctx is done and
+// leave no process behind. progress reports the phase (PhasePreparing,
+// PhaseRendering, PhasePackaging) and the pages shipped so far; it is cheap
+// and may be called often.
+type Renderer interface {
+	Render(ctx context.Context, in RenderInput, progress func(phase string, pages int)) (pdf []byte, err error)
+}
+
+// Budget is the render budget shared with synchronous renders: a worker
+// holds one unit while it renders. Acquire blocks until a unit is free or ctx
+// ends; every successful Acquire is followed by exactly one Release.
+type Budget interface {
+	Acquire(ctx context.Context) error
+	Release()
+}
+
+// Observer receives the job metrics events. Implementations must be cheap
+// and safe for concurrent use. Gauges (jobs by state, oldest queued age)
+// are pulled with Service.Stats.
+type Observer interface {
+	// Started is called when a job is claimed for its first attempt, with
+	// the time it waited since acceptance.
+	Started(queueDelay time.Duration)
+	// Finished is called when an attempt ends the job: state is
+	// StateSucceeded, StateFailed or StateCancelled, code the error code
+	// of a failed job, and render the time the last attempt rendered.
+	Finished(state, code string, render time.Duration)
+	// Retried is called when an attempt failed transiently and the job
+	// will be tried again.
+	Retried(code string)
+}
+
+// Store is the artifact store the jobs package needs; store.FS implements
+// it, and an S3-compatible store can.
+type Store interface {
+	// Put stores r under key atomically and durably.
+	Put(ctx context.Context, key string, r io.Reader) error
+	// Get opens the object under key, or returns an error wrapping
+	// store.ErrNotFound when there is none.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Delete removes the object key or everything below the folder key.
+	Delete(ctx context.Context, prefix string) error
+}
+
+// Lister is implemented by stores that can list the entries below a
+// prefix. With it, the sweep removes inputs whose job row was never
+// committed (a crash between storing the input and the commit).
+type Lister interface {
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// Config tunes a Service. The zero value gives the defaults of SPEC §5.
+type Config struct {
+	// TTL is how long inputs and results are kept (jobs.ttl, default 1 h).
+	TTL time.Duration
+	// RowRetention is how long job rows and idempotency keys are kept
+	// (default 7 days).
+	RowRetention time.Duration
+	// MaxWorkers is how many jobs this process renders at once (default
+	// 1). With a Budget, a worker also holds a budget unit while it renders.
+	MaxWorkers int
+	// Budget, when set, is acquired around every render.
+	Budget Budget
+	// JobTimeout bounds one attempt (default limits.DefaultRenderTimeout
+	// plus one minute for image conversion and storage). A job that runs
+	// out fails with code "timeout".
+	JobTimeout time.Duration
+	// RescueAfter is how long an attempt may go without finishing before
+	// River's rescuer assumes its worker died and schedules a retry
+	// (default JobTimeout + 1 min; always longer than JobTimeout).
+	RescueAfter time.Duration
+	// MaxAttempts bounds the attempts of a job (default 5).
+	MaxAttempts int
+	// RetryBase and RetryMax shape the backoff of transient failures:
+	// attempt n waits RetryBase·2^(n-1), at most RetryMax, with ±50 %
+	// jitter (defaults 2 s and 5 min).
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	// SweepInterval is how often retention runs (default 1 min).
+	SweepInterval time.Duration
+	// CancelPoll is how often a running job checks its row for a
+	// cancellation made by another process (default 500 ms).
+	CancelPoll time.Duration
+	// ProgressInterval is the least time between two progress writes of
+	// one job, phase changes aside (default 1 s).
+	ProgressInterval time.Duration
+	// FetchCooldown is the least time between two fetches of the queue
+	// (River's FetchCooldown, default 100 ms).
+	FetchCooldown time.Duration
+	// FetchPollInterval is how often the queue is polled when no
+	// notification arrives (default 1 s).
+	FetchPollInterval time.Duration
+	// Observer receives metrics events; nil means none.
+	Observer Observer
+	// Logger receives job and River logs (default slog.Default()).
+	Logger *slog.Logger
+	// Failpoint, for crash tests only, kills the process with SIGKILL at a
+	// named point: after-input-store, after-job-create, during-render,
+	// after-output-store, before-success. Empty in production.
+	Failpoint string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.TTL, time.Hour)
+	def(&c.RowRetention, 7*24*time.Hour)
+	def(&c.JobTimeout, limits.DefaultRenderTimeout+time.Minute)
+	def(&c.RescueAfter, c.JobTimeout+time.Minute)
+	def(&c.RetryBase, 2*time.Second)
+	def(&c.RetryMax, 5*time.Minute)
+	def(&c.SweepInterval, time.Minute)
+	def(&c.CancelPoll, 500*time.Millisecond)
+	def(&c.ProgressInterval, time.Second)
+	def(&c.FetchCooldown, 100*time.Millisecond)
+	def(&c.FetchPollInterval, time.Second)
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = 1
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 5
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.TTL < 0, c.RowRetention < 0, c.JobTimeout < 0, c.RetryBase < 0, c.RetryMax < 0,
+		c.SweepInterval < 0, c.CancelPoll < 0, c.ProgressInterval < 0:
+		return c, errors.New("jobs: durations must be positive")
+	case c.MaxWorkers < 0 || c.MaxWorkers > 10_000:
+		return c, fmt.Errorf("jobs: MaxWorkers %d: want 1 to 10000", c.MaxWorkers)
+	case c.MaxAttempts < 1:
+		return c, fmt.Errorf("jobs: MaxAttempts %d: want at least 1", c.MaxAttempts)
+	case c.RescueAfter <= c.JobTimeout+riverGrace:
+		return c, fmt.Errorf("jobs: RescueAfter %s must exceed JobTimeout %s by more than %s", c.RescueAfter, c.JobTimeout, riverGrace)
+	case c.RowRetention < c.TTL:
+		return c, fmt.Errorf("jobs: RowRetention %s is shorter than TTL %s", c.RowRetention, c.TTL)
+	case c.FetchPollInterval < c.FetchCooldown:
+		return c, fmt.Errorf("jobs: FetchPollInterval %s is shorter than FetchCooldown %s", c.FetchPollInterval, c.FetchCooldown)
+	}
+	switch c.Failpoint {
+	case "", FailAfterInputStore, FailAfterJobCreate, FailDuringRender, FailAfterOutputStore, FailBeforeSuccess:
+	default:
+		return c, fmt.Errorf("jobs: unknown failpoint %q", c.Failpoint)
+	}
+	return c, nil
+}
+
+// riverGrace is added to JobTimeout for River's own deadline, so that the
+// worker's timeout fires first and the job fails with code "timeout" instead
+// of River's cancellation.
+const riverGrace = 5 * time.Second
+
+// Failpoints for crash tests (Config.Failpoint, env OUTPRINT_FAILPOINT).
+const (
+	FailAfterInputStore  = "after-input-store"
+	FailAfterJobCreate   = "after-job-create"
+	FailDuringRender     = "during-render"
+	FailAfterOutputStore = "after-output-store"
+	FailBeforeSuccess    = "before-success"
+)

@@ -1,0 +1,130 @@
+package jobs
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Keys of one job in the artifact store. They are deterministic, so a retry
+// or a rescued attempt writes the same result key and never a second result.
+//
+//	jobs/{id}/input/manifest.json   what the input holds (written last)
+//	jobs/{id}/input/document.md     the Markdown
+//	jobs/{id}/input/metadata.json   the JSON Binding, when given
+//	jobs/{id}/input/assets/{name}   each image, name escaped (AssetKey)
+//	jobs/{id}/result.pdf            the PDF of a succeeded job
+type Keys struct{ ID string }
+
+// Prefix is the folder of everything the job stored.
+func (k Keys) Prefix() string { return "jobs/" + k.ID }
+
+// Manifest is the key of the input description.
+func (k Keys) Manifest() string { return k.Prefix() + "/input/manifest.json" }
+
+// Document is the key of the Markdown.
+func (k Keys) Document() string { return k.Prefix() + "/input/document.md" }
+
+// Metadata is the key of the JSON Binding.
+func (k Keys) Metadata() string { return k.Prefix() + "/input/metadata.json" }
+
+// Asset is the key of the image the Markdown refers to as name.
+func (k Keys) Asset(name string) string { return k.Prefix() + "/input/assets/" + AssetKey(name) }
+
+// Result is the key of the PDF.
+func (k Keys) Result() string { return k.Prefix() + "/result.pdf" }
+
+// maxAssetKeyBytes keeps an escaped asset name well below the 255-byte file
+// name limit of common filesystems.
+const maxAssetKeyBytes = 160
+
+// AssetKey turns the path or URL the Markdown uses for an image into one
+// key segment: letters, digits, '-', '_' and '.' stay (a leading '.' is
+// escaped, so the segment is never "." or ".."), everything else becomes
+// %XX. Long names become "h-" and the SHA-256 of the name; the manifest maps
+// names to keys either way.
+func AssetKey(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_',
+			c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteString(strings.ToUpper(hex.EncodeToString([]byte{c})))
+		}
+	}
+	if b.Len() == 0 || b.Len() > maxAssetKeyBytes {
+		sum := sha256.Sum256([]byte(name))
+		return "h-" + hex.EncodeToString(sum[:])
+	}
+	return b.String()
+}
+
+// manifest describes a stored input. It is written after the files it
+// lists, so a manifest that exists names only complete files.
+type manifest struct {
+	Version  int             `json:"version"`
+	Name     string          `json:"name,omitempty"`
+	Metadata bool            `json:"metadata"`
+	Assets   []manifestAsset `json:"assets,omitempty"`
+	Outline  *OutlineSource  `json:"outline,omitempty"`
+}
+
+type manifestAsset struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+	Size int    `json:"size"`
+}
+
+// RequestDigest is the digest Submit uses when Input.Digest is empty: the
+// SHA-256 of a canonical encoding of what decides the PDF — the Outline
+// document id for Outline jobs; otherwise the name, Markdown, metadata and
+// every asset (sorted by name). Tenant, user and key are not part of it:
+// the key is looked up within the tenant already.
+func RequestDigest(in Input) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte("outprint-job-v1"))
+	if in.Outline != nil {
+		field([]byte(SourceOutline))
+		field([]byte(in.Outline.DocumentID))
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	field([]byte(SourceMarkdown))
+	field([]byte(in.Name))
+	field(in.Markdown)
+	field(in.Metadata)
+	names := make([]string, 0, len(in.Assets))
+	for name := range in.Assets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		field([]byte(name))
+		sum := sha256.Sum256(in.Assets[name])
+		field(sum[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// idTime returns the creation time encoded in a version-7 job id, which the
+// sweep uses to judge the age of an input folder without a job row.
+func idTime(id string) (time.Time, bool) {
+	u, err := parseID(id)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec), true
+}

@@ -1,0 +1,373 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/store"
+)
+
+// renderWorker is River's worker for render jobs; all logic is in
+// Service.work.
+type renderWorker struct {
+	river.WorkerDefaults[renderArgs]
+	s *Service
+}
+
+func (w *renderWorker) Work(ctx context.Context, rj *river.Job[renderArgs]) error {
+	return w.s.work(ctx, rj)
+}
+
+// Timeout is River's own deadline for an attempt: a little longer than
+// JobTimeout, so that the worker's timeout fires first and is reported as
+// code "timeout".
+func (w *renderWorker) Timeout(*river.Job[renderArgs]) time.Duration {
+	return w.s.cfg.JobTimeout + riverGrace
+}
+
+// errInputMissing marks a job whose stored input is gone: it cannot
+// succeed on any attempt.
+var errInputMissing = errors.New("job input missing")
+
+// work runs one attempt of a job. Its return value tells River what to do:
+// nil after the success transaction (which completed the River job itself),
+// JobCancel for jobs that ended (cancelled, failed at once), JobSnooze(0)
+// for jobs given back at shutdown, and a plain error for transient failures,
+// which River retries with the backoff policy until MaxAttempts.
+func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
+	id := rj.Args.JobID
+	log := s.cfg.Logger.With("job", id, "attempt", rj.Attempt)
+	job, err := s.load(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		// Rows go only after their River job finished; nothing to do.
+		return river.JobCancel(fmt.Errorf("job %s has no row", id))
+	}
+	if err != nil {
+		return err
+	}
+	switch job.State {
+	case StateSucceeded:
+		return nil
+	case StateFailed, StateCancelled:
+		return river.JobCancel(fmt.Errorf("job %s already %s", id, job.State))
+	}
+
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	me := &runningJob{cancel: cancel}
+	s.running.Store(id, me)
+	defer s.running.CompareAndDelete(id, me)
+
+	b := &beat{changed: make(chan struct{}, 1)}
+	watchDone := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		// The watcher is owned by this attempt: it ends when watchDone
+		// closes, which the deferred call below does before work returns.
+		defer wg.Done()
+		s.watch(jctx, id, cancel, b, watchDone, log)
+	}()
+	defer func() {
+		close(watchDone)
+		wg.Wait()
+	}()
+
+	if s.cfg.Budget != nil {
+		if err := s.cfg.Budget.Acquire(jctx); err != nil {
+			return s.settle(ctx, jctx, rj, job, fmt.Errorf("render budget: %w", err), 0)
+		}
+		defer s.cfg.Budget.Release()
+	}
+
+	now := s.now()
+	n, err := s.db.pool().exec(jctx, `UPDATE outprint_jobs SET state = 'running', phase = $2, pages = 0, attempts = $3,
+			started_at = COALESCE(started_at, $4), heartbeat_at = $4
+		WHERE id = $1 AND state IN ('queued', 'running')`, id, PhasePreparing, rj.Attempt, now)
+	if err != nil {
+		return s.settle(ctx, jctx, rj, job, fmt.Errorf("claim: %w", err), 0)
+	}
+	if n == 0 {
+		return river.JobCancel(fmt.Errorf("job %s ended before it started", id))
+	}
+	if job.StartedAt == nil && s.cfg.Observer != nil {
+		s.cfg.Observer.Started(now.Sub(job.CreatedAt))
+	}
+	b.claim(PhasePreparing)
+
+	start := time.Now()
+	pages, err := s.produce(jctx, rj, job, b)
+	took := time.Since(start)
+	if err != nil {
+		return s.settle(ctx, jctx, rj, job, err, took)
+	}
+	if err := s.succeed(jctx, rj, pages); err != nil {
+		return s.settle(ctx, jctx, rj, job, err, took)
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Finished(StateSucceeded, "", took)
+	}
+	log.Debug("jobs: succeeded", "pages", pages, "took", took)
+	return nil
+}
+
+// produce makes sure jobs/{id}/result.pdf holds the job's PDF and returns
+// its page count. A result already stored is complete (Put is atomic) and
+// comes from an earlier attempt that died before its success transition:
+// it is kept, so the job converges to the one result it has.
+func (s *Service) produce(ctx context.Context, rj *river.Job[renderArgs], job Job, b *beat) (int, error) {
+	k := Keys{job.ID}
+	if rc, err := s.store.Get(ctx, k.Result()); err == nil {
+		_ = rc.Close()
+		return job.Pages, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return 0, fmt.Errorf("check result: %w", err)
+	}
+
+	in, err := s.loadInput(ctx, job, rj.Attempt)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, fmt.Errorf("%w: %w", errInputMissing, err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("load input: %w", err)
+	}
+
+	tctx, cancel := context.WithTimeoutCause(ctx, s.cfg.JobTimeout, errJobTimeout)
+	defer cancel()
+	pdf, err := s.renderer.Render(tctx, in, func(phase string, pages int) {
+		b.progress(phase, pages)
+		if phase == PhaseRendering {
+			s.failpoint(FailDuringRender)
+		}
+	})
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(tctx), errJobTimeout) {
+			return 0, limits.Timeout(s.cfg.JobTimeout)
+		}
+		return 0, err
+	}
+	if len(pdf) == 0 {
+		return 0, errors.New("renderer returned an empty PDF")
+	}
+
+	_, pages := b.snapshot()
+	b.progress(PhasePackaging, pages)
+	// The pages are recorded before the result exists, so that an attempt
+	// that finds the result after a crash knows them too.
+	if _, err := s.writeProgress(ctx, job.ID, PhasePackaging, pages); err != nil {
+		return 0, fmt.Errorf("record progress: %w", err)
+	}
+	if err := s.store.Put(ctx, k.Result(), bytes.NewReader(pdf)); err != nil {
+		return 0, fmt.Errorf("store result: %w", err)
+	}
+	s.failpoint(FailAfterOutputStore)
+	return pages, nil
+}
+
+// errNotRunning is returned by succeed when the row left the running state
+// (it was cancelled) before the success transition.
+var errNotRunning = errors.New("job no longer running")
+
+// succeed moves the row to succeeded and completes the River job in one
+// transaction, so that neither can happen without the other.
+func (s *Service) succeed(ctx context.Context, rj *river.Job[renderArgs], pages int) error {
+	now := s.now()
+	return s.q.inTx(ctx, func(tx txOps) error {
+		n, err := tx.exec(ctx, `UPDATE outprint_jobs SET state = 'succeeded', phase = '', pages = $2, finished_at = $3,
+				expires_at = $4, error_code = '', error_message = ''
+			WHERE id = $1 AND state = 'running'`, rj.Args.JobID, pages, now, now.Add(s.cfg.TTL))
+		if err != nil {
+			return fmt.Errorf("success transition: %w", err)
+		}
+		if n == 0 {
+			return errNotRunning
+		}
+		s.failpoint(FailBeforeSuccess)
+		return tx.complete(ctx, rj)
+	})
+}
+
+// settle decides what a failed attempt means. ctx is River's context for
+// the attempt, jctx the render context derived from it.
+func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], job Job, err error, took time.Duration) error {
+	id := job.ID
+	log := s.cfg.Logger.With("job", id, "attempt", rj.Attempt)
+	// Writes below must happen even though ctx may be done.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+
+	cancelled := errors.Is(context.Cause(jctx), errCancelled) || errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely) ||
+		errors.Is(err, errNotRunning)
+	switch {
+	case cancelled:
+		// Cancel already moved the row; a result stored meanwhile must
+		// not be served or kept.
+		if err := s.store.Delete(wctx, Keys{id}.Result()); err != nil {
+			log.Warn("jobs: delete result of cancelled job", "err", err)
+		}
+		log.Info("jobs: cancelled while running")
+		return river.JobCancel(errCancelled)
+
+	case s.stopping.Load() && ctx.Err() != nil:
+		// Drain: give the job back without spending an attempt.
+		if _, err := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0
+			WHERE id = $1 AND state = 'running'`, id); err != nil {
+			log.Warn("jobs: release at shutdown", "err", err)
+		}
+		log.Info("jobs: released at shutdown")
+		return river.JobSnooze(0)
+	}
+
+	var le *limits.Error
+	switch {
+	case errors.As(err, &le):
+		msg := le.Error()
+		if len(le.Problems) > 0 {
+			msg = le.Problems[0].Message
+		}
+		s.fail(wctx, id, le.Code(), msg, err, took, log)
+		return river.JobCancel(err)
+	case errors.Is(err, errInputMissing):
+		s.fail(wctx, id, CodeInputMissing, "the job's input is no longer stored", err, took, log)
+		return river.JobCancel(err)
+	case rj.Attempt >= rj.MaxAttempts:
+		s.fail(wctx, id, CodeExhausted, fmt.Sprintf("the job failed %d times; the service could not complete it", rj.Attempt), err, took, log)
+		return err
+	}
+
+	if _, werr := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0, last_error = $2
+		WHERE id = $1 AND state = 'running'`, id, truncate(err.Error(), 2000)); werr != nil {
+		log.Warn("jobs: record transient failure", "err", werr)
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Retried(limits.CodeInternal)
+	}
+	log.Warn("jobs: attempt failed, will retry", "err", err)
+	return err
+}
+
+// fail moves the row to failed with a client-facing code and message; the
+// internal error goes to the log and last_error only.
+func (s *Service) fail(ctx context.Context, id, code, message string, cause error, took time.Duration, log interface {
+	Warn(string, ...any)
+}) {
+	now := s.now()
+	if _, err := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET state = 'failed', phase = '', error_code = $2, error_message = $3,
+			last_error = $4, finished_at = $5, expires_at = $6
+		WHERE id = $1 AND state IN ('queued', 'running')`,
+		id, code, message, truncate(cause.Error(), 2000), now, now.Add(s.cfg.TTL)); err != nil {
+		log.Warn("jobs: record failure", "code", code, "err", err)
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Finished(StateFailed, code, took)
+	}
+	log.Warn("jobs: failed", "code", code, "err", cause)
+}
+
+// writeProgress records a progress beat; it reports whether the row was
+// still running.
+func (s *Service) writeProgress(ctx context.Context, id, phase string, pages int) (bool, error) {
+	n, err := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET phase = $2, pages = $3, heartbeat_at = $4
+		WHERE id = $1 AND state = 'running'`, id, phase, pages, s.now())
+	return n > 0, err
+}
+
+// beat is the progress of one attempt, written by the renderer's callback
+// and read by the watcher.
+type beat struct {
+	mu      sync.Mutex
+	claimed bool
+	phase   string
+	pages   int
+	dirty   bool
+	// changed is signalled (non-blocking, capacity 1) on a phase change,
+	// which the watcher writes at once.
+	changed chan struct{}
+}
+
+func (b *beat) claim(phase string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.claimed, b.phase = true, phase
+}
+
+func (b *beat) progress(phase string, pages int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if phase != b.phase {
+		b.phase = phase
+		select {
+		case b.changed <- struct{}{}:
+		default:
+		}
+	}
+	if pages > b.pages {
+		b.pages = pages
+	}
+	b.dirty = true
+}
+
+func (b *beat) snapshot() (string, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.phase, b.pages
+}
+
+// take returns the progress to write, if any.
+func (b *beat) take() (phase string, pages int, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.claimed || !b.dirty {
+		return "", 0, false
+	}
+	b.dirty = false
+	return b.phase, b.pages, true
+}
+
+// watch runs beside one attempt until done closes. Every CancelPoll it
+// checks the row for a cancellation made by any process and cancels the
+// render context; it writes progress at phase changes and otherwise at most
+// every ProgressInterval.
+func (s *Service) watch(ctx context.Context, id string, cancel context.CancelCauseFunc, b *beat, done <-chan struct{}, log interface {
+	Debug(string, ...any)
+}) {
+	t := time.NewTicker(s.cfg.CancelPoll)
+	defer t.Stop()
+	var lastWrite time.Time
+	write := func() {
+		phase, pages, ok := b.take()
+		if !ok {
+			return
+		}
+		lastWrite = time.Now()
+		if _, err := s.writeProgress(ctx, id, phase, pages); err != nil && ctx.Err() == nil {
+			log.Debug("jobs: progress", "err", err)
+		}
+	}
+	for {
+		select {
+		case <-done:
+			return
+		case <-b.changed:
+			write()
+		case <-t.C:
+			if time.Since(lastWrite) >= s.cfg.ProgressInterval {
+				write()
+			}
+			var state string
+			err := s.db.pool().queryRow(ctx, `SELECT state FROM outprint_jobs WHERE id = $1`, id).Scan(&state)
+			if err == nil && state == StateCancelled {
+				cancel(errCancelled)
+			} else if err != nil && ctx.Err() == nil {
+				log.Debug("jobs: cancellation check", "err", err)
+			}
+		}
+	}
+}
