@@ -1,0 +1,88 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// moduleRoot is the repository root, two folders above this package.
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func newPipeline(t *testing.T) *Pipeline {
+	t.Helper()
+	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext", "pdffonts", "qpdf")
+	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("tex.NewRunner: %v", err)
+	}
+	return New(Config{Engine: runner, TempDir: t.TempDir()})
+}
+
+// renderFile renders a Markdown file with images from its own folder, as
+// `outprint render` does.
+func renderFile(t *testing.T, p *Pipeline, path string) (*Result, error) {
+	t.Helper()
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var maxPage int
+	var mu sync.Mutex
+	res, err := p.Do(context.Background(), Request{
+		Name: filepath.Base(path), Markdown: md,
+		Images: images.Chain(images.Dir(filepath.Dir(path)), nil),
+	}, func(pr Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if pr.Pages > maxPage {
+			maxPage = pr.Pages
+		}
+	})
+	if res != nil && maxPage > res.Pages {
+		t.Errorf("progress reported page %d, PDF has %d", maxPage, res.Pages)
+	}
+	return res, err
+}
+
+func limitsError(t *testing.T, err error) *limits.Error {
+	t.Helper()
+	var le *limits.Error
+	if !errors.As(err, &le) {
+		t.Fatalf("error = %v, want *limits.Error", err)
+	}
+	return le
+}
+
+// TestShowcase renders the project's own example, which shows every
+// construct, so the suite proves the pipeline without ../shared.
+func TestShowcase(t *testing.T) {
+	p := newPipeline(t)
+	res, err := renderFile(t, p, filepath.Join(moduleRoot(), "examples", "showcase.md"))
+	if err != nil {
+		t.Fatalf("render showcase: %v", err)
+	}
+	f := inspectPDF(t, res.PDF)
+	assertFontsEmbedded(t, f.Fonts)
+	if f.Pages < 2 {
+		t.Errorf("showcase pages = %d, want at least 2", f.Pages)
+	}
+	if !strings.Contains(strings.ToLower(f.Text), "page 1 of "+strconv.Itoa(f.Pages)) {
+		t.Errorf("footer %q missing from showcase text", "page 1 of "+strconv.Itoa(f.Pages))
+	}
+}
+
