@@ -12,8 +12,8 @@ import (
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/markdown"
-	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/tex"
 )
 
 // specExamples reads the examples of the CommonMark specification: the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/limits"
-	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/tex"
 )
 
 // moduleRoot is the repository root, two folders above this package.
@@ -85,4 +85,3 @@ func TestShowcase(t *testing.T) {
 		t.Errorf("footer %q missing from showcase text", "page 1 of "+strconv.Itoa(f.Pages))
 	}
 }
-
