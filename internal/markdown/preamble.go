@@ -36,7 +36,7 @@ func Preamble(p Profile) string {
 \usepackage{amsmath,amssymb}
 \usepackage{framed}
 \usepackage[normalem]{ulem}
-\usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,pdfcreator={outprint}]{hyperref}
+\usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,hyperfootnotes=false,pdfcreator={outprint}]{hyperref}
 `)
 	b.WriteString(HighlightPreamble)
 	b.WriteString("\n")
@@ -58,6 +58,7 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \setlength{\emergencystretch}{3em}
 \setlength{\LTpre}{0.6em}\setlength{\LTpost}{0.6em}
 \frenchspacing
+\hbadness=10000
 \urlstyle{same}
 \makeatletter
 % Headings: sans serif, \paragraph and \subparagraph on a line of their own.
@@ -92,6 +93,7 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newenvironment{opnotice}[2]{\def\FrameCommand{\opnoticeframe{#1}}\MakeFramed{\advance\hsize-\width\FrameRestore}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\endMakeFramed}
 % Text.
 \newcommand\opbr{\penalty200\hskip0pt\relax}
+\newcommand\opbrk{{\parskip=0pt\endgraf\noindent}}
 \DeclareRobustCommand\opnl{\ifhmode\unskip\newline\fi}
 \DeclareRobustCommand\optt[1]{{\ttfamily #1}}
 \DeclareRobustCommand\opurl[1]{{\ttfamily #1}}
@@ -105,9 +107,11 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newcommand\opnewpage{\par\newpage}
 \newcommand\oprule{\par\noindent{\color{black!40}\rule{\linewidth}{0.4pt}}\par}
 \newcommand\opmissing[1]{[#1]}
-% Images: never floating, never split, scaled to the line and 3/4 page.
+% Images: never floating, never split, scaled to the line and 3/4 page. In
+% running text a line may end before an image, filled, so that a large
+% image goes to the next line instead of over the margin.
 \newlength\opimgw\newlength\opimgh
-\newcommand\opimg[4]{\setlength\opimgw{#2}\ifdim\opimgw>#1\relax\setlength\opimgw{#1}\fi\setlength\opimgh{#3}\ifdim\opimgh>0.75\textheight\setlength\opimgh{0.75\textheight}\fi\includegraphics[width=\opimgw,height=\opimgh,keepaspectratio]{#4}}
+\newcommand\opimg[4]{\ifhmode\hfil\penalty0\hskip0pt plus -1fil\relax\fi\setlength\opimgw{#2}\ifdim\opimgw>#1\relax\setlength\opimgw{#1}\fi\setlength\opimgh{#3}\ifdim\opimgh>0.75\textheight\setlength\opimgh{0.75\textheight}\fi\includegraphics[width=\opimgw,height=\opimgh,keepaspectratio]{#4}}
 \newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par}
 \newcommand\opalignc{\centering}\newcommand\opalignl{\raggedright}\newcommand\opalignr{\raggedleft}
 \newcommand\opcaption[1]{\par\vspace{0.3em}{\small\itshape #1\par}}

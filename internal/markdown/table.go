@@ -19,11 +19,14 @@ import (
 // their column.
 
 // columnWidths returns, for each column, its share of the usable width
-// (summing to 1). A column's demand is its longest cell, damped so that
-// one long cell does not starve the others, and never below its longest
-// word or a minimum share.
-func columnWidths(lengths [][]int, words []int, ncol int) []float64 {
-	demand := make([]float64, ncol)
+// (summing to 1). Every column first gets room for its longest word (up to
+// 18 characters; longer words get break points), then the rest of the
+// line is shared by what the columns still want: their cells' length,
+// damped so that one long cell does not starve the others. capacity is
+// about how many characters fit on the line.
+func columnWidths(lengths [][]int, words []int, ncol int, capacity float64) []float64 {
+	minC := make([]float64, ncol)
+	natural := make([]float64, ncol)
 	for j := 0; j < ncol; j++ {
 		longest, total, count := 0, 0, 0
 		for _, row := range lengths {
@@ -37,40 +40,39 @@ func columnWidths(lengths [][]int, words []int, ncol int) []float64 {
 		if count > 0 {
 			avg = float64(total) / float64(count)
 		}
-		// Between the average and the longest cell: long notes get room,
-		// but the table still fits short columns tightly.
 		d := math.Max(avg, math.Min(float64(longest), 2*avg+8))
-		w := 0
+		w := 2.0
 		if j < len(words) {
-			w = min(words[j], 18)
+			w = float64(min(words[j], 18))
 		}
-		demand[j] = math.Max(math.Max(d, float64(w)), 3) + 2
+		minC[j] = w*1.1 + 1
+		natural[j] = math.Max(minC[j], d+1)
+	}
+	sumMin, sumNat := 0.0, 0.0
+	for j := range minC {
+		sumMin += minC[j]
+		sumNat += natural[j]
+	}
+	want := make([]float64, ncol)
+	switch {
+	case sumNat <= capacity || sumNat == sumMin:
+		copy(want, natural)
+	case sumMin <= capacity:
+		f := (capacity - sumMin) / (sumNat - sumMin)
+		for j := range want {
+			want[j] = minC[j] + (natural[j]-minC[j])*f
+		}
+	default:
+		copy(want, minC)
 	}
 	sum := 0.0
-	for _, d := range demand {
-		sum += d
+	for _, v := range want {
+		sum += v
 	}
-	shares := make([]float64, ncol)
-	minShare := math.Min(0.06, 1/float64(ncol))
-	rest := 1.0
-	free := 0.0
-	for j, d := range demand {
-		shares[j] = d / sum
-		if shares[j] < minShare {
-			shares[j] = minShare
-			rest -= minShare
-		} else {
-			free += shares[j]
-		}
+	for j := range want {
+		want[j] /= sum
 	}
-	for j := range shares {
-		if shares[j] > minShare || free == 0 {
-			if free > 0 {
-				shares[j] = shares[j] / free * rest
-			}
-		}
-	}
-	return shares
+	return want
 }
 
 var cellWordRE = regexp.MustCompile(`\S+`)
@@ -99,7 +101,12 @@ func (r *writer) table(t *extast.Table) {
 			j++
 		}
 	}
-	shares := columnWidths(lengths, words, ncol)
+	capacity := 80.0
+	if ncol > 5 {
+		capacity = 88 // set in \small
+	}
+	capacity -= float64(ncol) * 1.2 // the column separation
+	shares := columnWidths(lengths, words, ncol, capacity)
 
 	// The usable width: \linewidth less the separation between columns.
 	boxed := r.boxed() || r.listDepth > 0
@@ -134,14 +141,13 @@ func (r *writer) table(t *extast.Table) {
 	if env == "longtable" {
 		r.raw(`\begin{longtable}[l]{` + spec.String() + "}\n")
 	} else {
-		r.raw(`\begin{tabular}{` + spec.String() + "}\n")
+		r.raw(`\noindent\begin{tabular}{` + spec.String() + "}\n")
 	}
 	r.raw("\\toprule\n")
 
 	savedFirst, savedEvery := r.firstBreak, r.everyBreak
 	cellChars := func(j int) int {
-		// About 2.2 characters per percent of a 420pt line at 11pt.
-		return max(4, int(shares[j]*180)-2)
+		return max(4, int(shares[j]*capacity)-1)
 	}
 	writeRow := func(row ast.Node, header bool) {
 		r.at(row)
@@ -175,7 +181,9 @@ func (r *writer) table(t *extast.Table) {
 		r.raw("\\midrule\n")
 		if env == "longtable" {
 			r.raw("\\endfirsthead\n\\toprule\n")
+			r.quiet = true
 			writeRow(rows[0], true)
+			r.quiet = false
 			r.raw("\\midrule\n\\endhead\n")
 		}
 		body = rows[1:]

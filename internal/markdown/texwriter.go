@@ -12,7 +12,8 @@ import (
 // HighlightCode, whose input lines are cut to maxCodeLine runes first.
 const (
 	softLine    = 700
-	maxCodeLine = 2000
+	maxCodeLine = 1000
+	forceBreak  = 600
 )
 
 // asciiEsc maps the ASCII characters that TeX treats specially (or that a
@@ -76,8 +77,14 @@ func (w *texWriter) raw(s string) {
 // blank line: paragraphs end with \par, so no argument can ever receive
 // one.
 func (w *texWriter) nl() {
+	w.word = 0
 	if w.col == 0 {
 		return
+	}
+	if w.b[len(w.b)-1] == '{' {
+		// A newline after an opening brace would be a space in the
+		// argument.
+		w.b = append(w.b, '%')
 	}
 	w.b = append(w.b, '\n')
 	w.lines = append(w.lines, w.cur)
@@ -203,7 +210,16 @@ func (w *texWriter) esc(s string, m textMode) {
 		}
 		w.word++
 		if m != modePlain && w.firstBreak > 0 && w.word >= w.firstBreak && (w.word-w.firstBreak)%w.everyBreak == 0 && i < len(s) && s[i] != ' ' {
-			w.raw(`\opbr{}`)
+			if w.word >= forceBreak && (w.word-w.firstBreak)%(w.everyBreak*128) == 0 {
+				// XeTeX's time to set a paragraph grows faster than the
+				// paragraph when it has no spaces (a 500 KB word took 12 s
+				// as one paragraph, 1 s cut into paragraphs of a few
+				// lines): \opbrk ends the paragraph and goes on without
+				// indentation or space.
+				w.raw(`\opbrk{}`)
+			} else {
+				w.raw(`\opbr{}`)
+			}
 		}
 		if w.col >= softLine+200 {
 			w.raw("%\n")

@@ -55,9 +55,9 @@ var sectionCommands = [...]string{"section", "subsection", "subsubsection", "par
 // image files the TeX folder holds; an image missing from it prints its
 // alternative text (the images stage has reported it already).
 func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
-	r := &writer{d: d, images: images, anchors: map[string]string{}, fnDone: map[int]bool{}}
+	r := &writer{d: d, images: images, anchors: map[string]string{}, fnNumber: map[int]int{}}
 	r.texWriter.b = make([]byte, 0, len(d.src)*2+4096)
-	r.firstBreak, r.everyBreak = 24, 12
+	r.firstBreak, r.everyBreak = 20, 6
 
 	// The first level-1 heading is the title block's when it says the same.
 	if first := d.root.FirstChild(); d.titleH1 && first != nil && meta.Title != "" &&
@@ -118,7 +118,9 @@ type writer struct {
 	skip        ast.Node          // the heading shown as the title
 	sectionBase int               // heading level written as \section
 	anchors     map[string]string // heading slug -> PDF destination name
-	fnDone      map[int]bool      // footnotes already typeset
+	fnNumber    map[int]int       // footnote index -> number it was given
+	fnCount     int               // footnote numbers given so far
+	pending     []pendingNote     // footnotes to typeset after this block
 
 	listDepth  int  // open list-like environments (lists, quotes, toggles)
 	frameDepth int  // open notice frames
@@ -128,6 +130,8 @@ type writer struct {
 	heading    bool // inside a heading: a moving argument
 	ulem       int  // inside \opul, \opst or \ophl
 	link       bool // inside link text
+	caption    bool // inside an image caption (a minipage)
+	quiet      bool // writing text a second time: no warnings
 }
 
 // boxed reports whether the current place cannot hold a page-breaking
@@ -141,6 +145,9 @@ func (r *writer) at(n ast.Node) {
 }
 
 func (r *writer) warn(n ast.Node, format string, args ...any) {
+	if r.quiet {
+		return
+	}
 	line := 0
 	if p := n.Pos(); p >= 0 {
 		line = r.d.line(p)
@@ -288,6 +295,7 @@ func (r *writer) block(n ast.Node) {
 	default:
 		r.blocks(n)
 	}
+	r.flushNotes()
 }
 
 // lines returns the raw lines of a code-like block.
@@ -370,7 +378,9 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	cmd := sectionCommands[min(i, len(sectionCommands)-1)]
 	r.raw(`\` + cmd + `[\texorpdfstring{`)
 	r.heading = true
+	r.quiet = true
 	r.inlines(h)
+	r.quiet = false
 	r.raw(`}{`)
 	plain := []rune(cleanLine(r.d.plain(h)))
 	if len(plain) > maxBookmark {
@@ -378,6 +388,7 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	}
 	r.text(string(plain), modePlain)
 	r.raw(`}]{`)
+	r.word = 0
 	if dest, ok := h.AttributeString("opdest"); ok {
 		r.raw(`\opanchor{` + string(dest.([]byte)) + `}`)
 	}
@@ -812,25 +823,66 @@ func (r *writer) decorated(cmd string, n ast.Node) {
 	r.raw(`}`)
 }
 
+// footnoteRef typesets a footnote at its first reference. Numbers are
+// given here, in reference order, and written out (\footnote[3]{…}), so
+// that a note can also be typeset later: where \footnote cannot go (a
+// heading, a table cell, underlined text, a frame, a caption, a link or
+// another footnote) the reference prints its mark and the text follows as
+// \footnotetext once the block is done. A second reference prints the
+// mark only.
 func (r *writer) footnoteRef(n *extast.FootnoteLink) {
 	fn := r.d.footnotes[n.Index]
-	if fn == nil || r.heading || r.header || r.footnote || r.fnDone[n.Index] {
-		// A footnote cannot go into a moving argument, a table header
-		// (typeset twice) or another footnote; a second reference to the
-		// same note gets its number only.
-		r.raw(`\opfnmark{` + strconv.Itoa(n.Index) + `}`)
+	if fn == nil || r.quiet {
+		// The bookmark and contents copy of a heading, the repeated
+		// table header: no marks.
 		return
 	}
-	r.fnDone[n.Index] = true
-	r.raw(`\footnote{`)
-	r.footnote = true
+	if num, ok := r.fnNumber[n.Index]; ok {
+		r.raw(`\opfnmark{` + strconv.Itoa(num) + `}`)
+		return
+	}
+	r.fnCount++
+	num := r.fnCount
+	r.fnNumber[n.Index] = num
+	if r.heading || r.cell || r.ulem > 0 || r.footnote || r.frameDepth > 0 || r.caption || r.link {
+		r.raw(`\opfnmark{` + strconv.Itoa(num) + `}`)
+		r.pending = append(r.pending, pendingNote{num, fn})
+		return
+	}
+	r.raw(`\footnote[` + strconv.Itoa(num) + `]{`)
+	r.noteBody(fn)
+	r.raw(`}`)
+}
+
+type pendingNote struct {
+	num int
+	fn  *extast.Footnote
+}
+
+func (r *writer) noteBody(fn *extast.Footnote) {
 	saved := r.cur
+	r.footnote = true
 	for c := fn.FirstChild(); c != nil; c = c.NextSibling() {
 		r.block(c)
 	}
 	r.footnote = false
 	r.cur = saved
-	r.raw(`}`)
+}
+
+// flushNotes typesets the footnotes whose references could not hold them,
+// once the writer is back where \footnotetext may go.
+func (r *writer) flushNotes() {
+	if r.heading || r.cell || r.ulem > 0 || r.footnote || r.frameDepth > 0 || r.caption || r.link {
+		return
+	}
+	for len(r.pending) > 0 {
+		p := r.pending[0]
+		r.pending = r.pending[1:]
+		r.nl()
+		r.raw(`\footnotetext[` + strconv.Itoa(p.num) + `]{`)
+		r.noteBody(p.fn)
+		r.raw("}\n")
+	}
 }
 
 // ---------------------------------------------------------------- links
@@ -1111,7 +1163,9 @@ func (r *writer) figure(n *ast.Image) {
 	r.raw(`\begin{opfigure}{` + string(h.align) + "}\n" + call + "\n")
 	if n.ChildCount() > 0 {
 		r.raw(`\opcaption{`)
+		r.caption = true
 		r.inlines(n)
+		r.caption = false
 		r.raw("}\n")
 	}
 	r.raw("\\end{opfigure}\n")

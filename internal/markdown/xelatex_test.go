@@ -1,0 +1,160 @@
+package markdown
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// writeTestImages writes the files goldenImages names into dir: a PNG, a
+// JPEG and a one-page PDF.
+func writeTestImages(t *testing.T, dir string) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 60, 30))
+	for x := 0; x < 60; x++ {
+		for y := 0; y < 30; y++ {
+			img.Set(x, y, color.RGBA{uint8(x * 4), 120, uint8(y * 8), 255})
+		}
+	}
+	var p, j bytes.Buffer
+	if err := png.Encode(&p, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := jpeg.Encode(&j, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"chart.png": p.Bytes(), "photo.jpg": j.Bytes(), "diagram.pdf": minimalPDF()}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// minimalPDF returns a valid one-page PDF with a filled rectangle.
+func minimalPDF() []byte {
+	content := "0.2 0.4 0.8 rg 10 10 280 180 re f"
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R /Resources << >> >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// compileTeX runs XeLaTeX the way render does (no shell escape, nonstop,
+// halt on error) and returns the PDF's path and the log.
+func compileTeX(t *testing.T, dir, name, doc string) (string, string) {
+	t.Helper()
+	tex := filepath.Join(dir, name+".tex")
+	if err := os.WriteFile(tex, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "xelatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", name+".tex")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "openin_any=p", "openout_any=p")
+	out, err := cmd.CombinedOutput()
+	logText, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+	if err != nil {
+		t.Fatalf("xelatex %s: %v\n%s", name, err, tail(string(out), 3000))
+	}
+	return filepath.Join(dir, name+".pdf"), string(logText)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func pdftotext(t *testing.T, pdf string) string {
+	t.Helper()
+	out, err := exec.Command("pdftotext", "-enc", "UTF-8", pdf, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext %s: %v", pdf, err)
+	}
+	return string(out)
+}
+
+// TestXeLaTeXGolden compiles the golden documents with the preamble of
+// their profile and checks the PDFs with poppler: every document typesets,
+// no glyph is missing, and a few phrases of each appear in the text.
+func TestXeLaTeXGolden(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdftotext", "pdfinfo")
+	if testing.Short() {
+		t.Skip("compiles TeX")
+	}
+	want := map[string][]string{
+		"inline":    {"underline", "report.pdf (100 KB)", "Jane Doe", "run action", `\backslash`, "{braces}"},
+		"blocks":    {"nested quote", "starts at seven", "HTML block printed literally", `\end{Verbatim}`},
+		"dialect":   {"Info", "Warning", "Tip", "Success", "A nested toggle", "After the page break"},
+		"tables":    {"Centre", "empty first", "Averyveryveryverylongcell"},
+		"images":    {"A chart with a size hint", "Missing image prints its text"},
+		"footnotes": {"The first note", "{unbalanced", "A heading inside a note"},
+		"hostile":   {`\input{/etc/passwd}`, `^^5cinput`, `\end{document}`, "quote twelve deep", "12"},
+		"scripts":   {"Größere", "Καλώς", "Добро"},
+		"title":     {"The Title", "A subtitle", "Only section"},
+	}
+	dir := t.TempDir()
+	writeTestImages(t, dir)
+	for _, c := range goldenCases {
+		t.Run(c.name, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("testdata", c.name+".md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := Parse(src, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := d.LaTeX(c.meta, goldenImages)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := Preamble(Profile{Paper: "a4", Scripts: d.Scripts()}) + "\\begin{document}\n" + out.Body + "\\end{document}\n"
+			pdf, log := compileTeX(t, dir, c.name, doc)
+			if strings.Contains(log, "Missing character") {
+				i := strings.Index(log, "Missing character")
+				t.Errorf("xelatex %s: %s", c.name, log[i:min(len(log), i+120)])
+			}
+			text := strings.Join(strings.Fields(pdftotext(t, pdf)), " ")
+			for _, w := range want[c.name] {
+				if !strings.Contains(text, w) {
+					t.Errorf("pdftotext(%s) lacks %q", c.name, w)
+				}
+			}
+			if _, err := os.Stat("/tmp/outprint-pwned"); err == nil {
+				t.Errorf("/tmp/outprint-pwned exists after %s", c.name)
+			}
+		})
+	}
+}
