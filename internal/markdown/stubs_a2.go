@@ -28,4 +28,3 @@ func HighlightCode(lang, code string) string {
 	b.WriteString("\n\\end{Verbatim}\n")
 	return b.String()
 }
-

@@ -116,9 +116,9 @@ func (w *texWriter) space() {
 type textMode int
 
 const (
-	modeText textMode = iota // running text: escapes, word breaks, font runs
-	modeCode                 // inside \optt: as text, but every space kept
-	modePlain                // bookmarks and PDF strings: escapes only
+	modeText  textMode = iota // running text: escapes, word breaks, font runs
+	modeCode                  // inside \optt: as text, but every space kept
+	modePlain                 // bookmarks and PDF strings: escapes only
 )
 
 // text writes user text: every character that could mean something to TeX

@@ -1069,9 +1069,9 @@ var fileRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,200}$`)
 // imageHints reads Outline's image title: " =WxH" (pixels), right-50,
 // left-50, full-width and source=…; anything else is an ordinary title.
 type imageHints struct {
-	w, h        float64 // pixels, 0 when not given
-	align       byte    // 'c', 'l' or 'r'
-	half, full  bool
+	w, h       float64 // pixels, 0 when not given
+	align      byte    // 'c', 'l' or 'r'
+	half, full bool
 }
 
 var sizeRE = regexp.MustCompile(`^=(\d{0,6})x(\d{0,6})$`)
