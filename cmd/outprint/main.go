@@ -2,6 +2,8 @@
 // This file only wires things together; the logic lives in internal/.
 //
 //	outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+//	outprint serve [--config FILE]
+//	outprint config check [FILE]
 //
 // Exit codes: 0 success, 1 document or limit errors, 2 usage, 3 internal.
 package main
@@ -32,6 +34,10 @@ func main() {
 
 const usage = `usage:
   outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+  outprint serve [--config FILE]        HTTP service (default 127.0.0.1:8080)
+  outprint config check [FILE]          print the effective configuration
+The configuration file is --config FILE or $OUTPRINT_CONFIG; OUTPRINT_*
+variables override it (see README, "Running the service").
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -42,6 +48,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "render":
 		return renderCmd(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return serveCmd(ctx, args[1:], stdout, stderr)
+	case "config":
+		return configCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/config"
+	"github.com/outprint/outprint/internal/fetch"
+	"github.com/outprint/outprint/internal/httpapi"
+	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/metrics"
+	"github.com/outprint/outprint/internal/outline"
+	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/tex"
+)
+
+// Bounds of the HTTP server itself. Request bodies are bounded by httpapi
+// (size and BodyTimeout); these bound what comes before and after.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+	// forcedStop bounds the wait for renders after the grace period ran
+	// out and their contexts were cancelled: cancelling kills the TeX
+	// process group, so they end within moments.
+	forcedStop = 5 * time.Second
+	// probeRetry is how often a failed TeX probe is tried again.
+	probeRetry = 30 * time.Second
+)
+
+// serveCmd is `outprint serve`: the HTTP gateway with local renders on one
+// process (SPEC §1). It returns when ctx ends (SIGINT, SIGTERM) and the
+// shutdown is done, or at once with exit code 2 when the configuration is
+// wrong.
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "configuration file (default $"+config.EnvConfig+", else embedded defaults)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "outprint serve: unexpected argument %q\n%s", fs.Arg(0), usage)
+		return exitUsage
+	}
+	env := os.Environ()
+	path := config.Path(*configFile, env)
+	cfg, err := config.Load(path, env)
+	if err != nil {
+		printConfigErrors(stderr, "outprint serve", path, err)
+		return exitUsage
+	}
+	if err := cfg.CheckListen(); err != nil {
+		fmt.Fprintf(stderr, "outprint serve: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	return serve(ctx, cfg, log, nil)
+}
+
+// serve runs the service on cfg until ctx ends. listening, when not nil,
+// receives the bound address once the listener is open (tests listen on
+// port 0).
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, listening chan<- net.Addr) int {
+	tmp, err := prepareDataDir(cfg.DataDir)
+	if err != nil {
+		log.Error("data folder", "err", err, "setting", "dataDir (OUTPRINT_DATA_DIR)")
+		return exitUsage
+	}
+	defer os.RemoveAll(tmp)
+
+	engine, err := newEngine(cfg, tmp)
+	if err != nil {
+		log.Error("TeX engine", "err", err)
+		return exitInternal
+	}
+	defer engine.close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+
+	adm := admission.New(admission.Config{
+		Slots:       cfg.Admission.Slots,
+		QueueDepth:  cfg.Admission.QueueDepth,
+		PerUser:     cfg.Admission.PerUser,
+		MaxWait:     cfg.Admission.MaxWait,
+		RenderLimit: cfg.Render.Timeout,
+	})
+	m.SetAdmissionSource(func() metrics.AdmissionStats {
+		st := adm.Stats()
+		return metrics.AdmissionStats{Slots: st.Slots, QueueDepth: st.QueueDepth, Running: st.Running, Queued: st.Queued}
+	})
+	if engine.stats != nil {
+		m.SetPoolSource(engine.stats)
+	}
+
+	pipeline := render.New(render.Config{Engine: engine, Limits: cfg.Render.Limits(), TempDir: tmp})
+
+	// One SSRF-safe client fetches external images from the allowed hosts
+	// and talks to Outline.
+	var (
+		remote images.Source
+		wiki   *outline.Client
+	)
+	if u := cfg.OutlineURL(); u != nil || len(cfg.Images.AllowHosts) > 0 {
+		fc := fetch.New(fetch.Config{AllowHosts: cfg.Images.AllowHosts, Outline: u})
+		defer fc.CloseIdleConnections()
+		remote = fc.Images()
+		if u != nil {
+			wiki = outline.NewClient(u, fc)
+		}
+	}
+
+	// The probe proves, once, that a whole render works (fonts, TeX,
+	// xdvipdfmx); /readyz reports its outcome. It is owned by serve, which
+	// stops it through probeCtx and waits for it before returning.
+	probe := &texProbe{}
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var probeDone sync.WaitGroup
+	probeDone.Add(1)
+	go func() {
+		defer probeDone.Done()
+		probe.run(probeCtx, pipeline, log)
+	}()
+	defer probeDone.Wait()
+	defer stopProbe()
+
+	api := httpapi.New(httpapi.Config{
+		Pipeline:     pipeline,
+		Admission:    adm,
+		Auth:         cfg,
+		Anonymous:    cfg.Anonymous(),
+		RemoteImages: remote,
+		Outline:      wiki,
+		Ready: func(ctx context.Context) error {
+			if err := probe.err(); err != nil {
+				return err
+			}
+			return checkWritable(cfg.DataDir)
+		},
+		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Observer: m,
+		Logger:   log,
+	})
+
+	// Request contexts derive from base. When the grace period runs out,
+	// base is cancelled with admission.ErrClosed as its cause: running
+	// renders stop (their TeX process groups are killed) and httpapi
+	// answers them 503 shutting_down.
+	base, cancelBase := context.WithCancelCause(context.Background())
+	defer cancelBase(nil)
+	hs := &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		log.Error("cannot listen", "err", err, "setting", "listen (OUTPRINT_LISTEN)")
+		return exitUsage
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }() // ends when hs shuts down
+	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
+		"anonymous", cfg.Anonymous(), "api_keys", len(cfg.Auth.APIKeys), "data_dir", cfg.DataDir,
+		"slots", cfg.Admission.Slots, "queue_depth", cfg.Admission.QueueDepth, "per_user", cfg.Admission.PerUser,
+		"max_wait", cfg.Admission.MaxWait.String(), "render_timeout", cfg.Render.Timeout.String(), "engine", engine.name)
+	if listening != nil {
+		listening <- ln.Addr()
+	}
+
+	code := exitOK
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		log.Error("server stopped", "err", err)
+		code = exitInternal
+	}
+	shutdown(hs, adm, cancelBase, cfg.Shutdown.Grace, log)
+	return code
+}
+
+// shutdown stops the service (SPEC §7): no new connections, queued
+// requests answered 503 at once (admission.Close), running renders given
+// the grace period to finish, then stopped. A second SIGINT or SIGTERM
+// skips the rest of the grace.
+func shutdown(hs *http.Server, adm *admission.Controller, cancelBase context.CancelCauseFunc, grace time.Duration, log *slog.Logger) {
+	st := adm.Stats()
+	log.Info("shutting down", "running", st.Running, "queued", st.Queued, "grace", grace.String())
+	adm.Close()
+
+	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() { // ends when the grace ends, one way or the other
+		select {
+		case <-again:
+			log.Warn("second signal: stopping running renders now")
+			cancel()
+		case <-graceCtx.Done():
+		}
+	}()
+
+	if err := hs.Shutdown(graceCtx); err != nil {
+		st := adm.Stats()
+		log.Warn("grace period over: stopping running renders", "running", st.Running)
+		cancelBase(admission.ErrClosed)
+		forceCtx, cancelForce := context.WithTimeout(context.Background(), forcedStop)
+		defer cancelForce()
+		if err := hs.Shutdown(forceCtx); err != nil {
+			hs.Close()
+		}
+	}
+	// Every handler has returned or been cut off; wait for the tickets of
+	// any handler still unwinding so no render outlives the process.
+	select {
+	case <-adm.Drained():
+	case <-time.After(forcedStop):
+		log.Error("renders still running at exit", "running", adm.Stats().Running)
+	}
+	log.Info("stopped")
+}
+
+// prepareDataDir creates the data folder when missing and a scratch folder
+// of this process inside it, for image conversion and TeX runs. The
+// scratch folder is removed at exit.
+func prepareDataDir(dir string) (tmp string, err error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("create data folder: %w", err)
+	}
+	if err := checkWritable(dir); err != nil {
+		return "", err
+	}
+	scratch := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return "", fmt.Errorf("create scratch folder: %w", err)
+	}
+	return os.MkdirTemp(scratch, "serve-")
+}
+
+// checkWritable proves that dir takes a new file: /readyz calls it, so a
+// full disk or a folder made read-only shows there.
+func checkWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".ready-")
+	if err != nil {
+		return fmt.Errorf("data folder %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("ok"))
+	cerr := f.Close()
+	os.Remove(name)
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("data folder %s is not writable: %w", dir, err)
+	}
+	return nil
+}
+
+// engine is the TeX engine serve renders with, and what the service needs
+// from it besides Run: pool figures for /metrics and a close at exit.
+type engine struct {
+	render.Engine
+	name  string
+	stats func() metrics.PoolStats // nil when the engine keeps no processes
+	close func()
+}
+
+// newEngine returns the cold runner. When the warm pool (tex.Pool) lands,
+// serve takes it here, sized by cfg.Pool, with its figures as stats and
+// its Close as close, so that no TeX process outlives the service.
+func newEngine(cfg *config.Config, tmp string) (*engine, error) {
+	r, err := tex.NewRunner(tex.RunnerConfig{
+		TempDir:     tmp,
+		Timeout:     cfg.Render.Timeout,
+		MaxPDFBytes: cfg.Render.MaxPDFBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &engine{Engine: r, name: "cold", close: func() {}}, nil
+}
+
+// texProbe is the outcome of rendering a tiny document at startup.
+type texProbe struct {
+	mu      sync.Mutex
+	done    bool
+	failure error
+}
+
+var errProbing = errors.New("the TeX probe is still running")
+
+// err returns nil once the probe passed, errProbing while it runs, and
+// the probe's failure after it failed.
+func (p *texProbe) err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.done:
+		return nil
+	case p.failure != nil:
+		return p.failure
+	}
+	return errProbing
+}
+
+// run renders a one-line document through the whole pipeline, again every
+// probeRetry until it passes or ctx ends.
+func (p *texProbe) run(ctx context.Context, pl *render.Pipeline, log *slog.Logger) {
+	for {
+		start := time.Now()
+		_, err := pl.Do(ctx, render.Request{Name: "probe.md", Markdown: []byte("# outprint\n\nready\n")}, nil)
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		p.done, p.failure = err == nil, err
+		p.mu.Unlock()
+		if err == nil {
+			log.Info("TeX probe passed", "duration_ms", time.Since(start).Milliseconds())
+			return
+		}
+		log.Error("TeX probe failed; /readyz answers 503 until it passes", "err", err, "retry", probeRetry.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(probeRetry):
+		}
+	}
+}
+
+// printConfigErrors writes every configuration error on its own line,
+// naming the file, so an operator fixes them in one pass.
+func printConfigErrors(w io.Writer, cmd, path string, err error) {
+	where := "the environment and embedded defaults"
+	if path != "" {
+		where = path + " and the environment"
+	}
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	fmt.Fprintf(w, "%s: the configuration (%s) is not valid:\n", cmd, where)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}

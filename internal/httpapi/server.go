@@ -1,0 +1,296 @@
+// Package httpapi is outprint's HTTP surface (SPEC §4–§5): synchronous
+// renders, health and metrics. It is the only place where errors become
+// status codes and client text: every non-2xx answer is the error list of
+// SPEC §5, written by writeError, and internal error text stays in the logs,
+// tied to the request id.
+//
+// A synchronous render runs in the order of SPEC §4:
+//
+//	authenticate, read the body     413 too_large before any parse
+//	Pipeline.Check                  Markdown size, Binding, math; holds nothing
+//	admission Enter                 counts the user (429 user_limit)
+//	Pipeline.Fetch                  images fetched and validated (422)
+//	admission Acquire               a slot, FIFO queue, maxWait (429 busy)
+//	Renderer.Render                 the worker's part (TeX), under the slot
+//
+// The Renderer is an interface so that a remote worker can take the local
+// pipeline's place without the gateway changing.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/outline"
+	"github.com/outprint/outprint/internal/render"
+)
+
+// Renderer runs the Render stage of a prepared document: the part that
+// holds an admission slot. *render.Pipeline implements it; a remote worker
+// can take its place later.
+type Renderer interface {
+	Render(ctx context.Context, pr *render.Prepared, progress func(render.Progress)) (*render.Result, error)
+}
+
+// Authenticator confirms an API key. It returns the key's user and tenant.
+// *config.Config implements it.
+type Authenticator interface {
+	LookupKey(bearer string) (user, tenant string, ok bool)
+}
+
+// Observer is told what admission and the renderer did, for metrics.
+// *metrics.Metrics implements it. All methods must be cheap and safe for
+// concurrent use.
+type Observer interface {
+	// Refused counts one 429, by code (busy, user_limit).
+	Refused(code string)
+	// ObserveQueueWait records how long one request waited for a slot,
+	// whatever the outcome of the wait.
+	ObserveQueueWait(d time.Duration)
+	// ObserveRender records one render that held a slot; result is "ok"
+	// or the error code it ended with.
+	ObserveRender(d time.Duration, result string)
+}
+
+// DefaultBodyTimeout bounds how long a client may take to send its request
+// body; a client that trickles bytes must not hold a connection forever.
+const DefaultBodyTimeout = 2 * time.Minute
+
+// Config wires a Server. Pipeline and Admission are required.
+type Config struct {
+	// Pipeline runs the gateway's stages: Check and Fetch.
+	Pipeline *render.Pipeline
+	// Renderer runs the Render stage under a slot (default Pipeline).
+	Renderer Renderer
+	// Admission decides who may render (SPEC §4).
+	Admission *admission.Controller
+	// Auth confirms API keys; nil accepts none. Anonymous, when true, lets
+	// requests without an Authorization header in as user "local" of
+	// tenant "local" (SPEC §5: only with no keys and no Outline
+	// configured, and then only on loopback, which cmd enforces).
+	Auth      Authenticator
+	Anonymous bool
+	// RemoteImages fetches absolute image URLs (from the allowed hosts);
+	// nil refuses them.
+	RemoteImages images.Source
+	// Outline, when set, serves GET /render/{documentId} and GET
+	// /status/{documentId} for Outline's readers (outline.go); nil answers
+	// them 404.
+	Outline *outline.Client
+	// Ready reports whether the service can render (TeX, data folder);
+	// nil means always ready.
+	Ready func(ctx context.Context) error
+	// Metrics serves GET /metrics; nil answers 404.
+	Metrics http.Handler
+	// Observer is told about refusals, waits and renders; nil records
+	// nothing.
+	Observer Observer
+	// Logger receives one line per request and every failure, with the
+	// request id (default: discard).
+	Logger *slog.Logger
+	// BodyTimeout bounds reading the request body (default
+	// DefaultBodyTimeout).
+	BodyTimeout time.Duration
+}
+
+// Server is the HTTP API. It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	obs      Observer
+	renderer Renderer
+}
+
+// New returns a server for cfg. It panics without a Pipeline or an
+// Admission controller: that is a wiring bug, found at startup.
+func New(cfg Config) *Server {
+	if cfg.Pipeline == nil || cfg.Admission == nil {
+		panic("httpapi.New: Pipeline and Admission are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	obs := cfg.Observer
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	r := cfg.Renderer
+	if r == nil {
+		r = cfg.Pipeline
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	return &Server{cfg: cfg, log: log, obs: obs, renderer: r}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Refused(string)                      {}
+func (nopObserver) ObserveQueueWait(time.Duration)      {}
+func (nopObserver) ObserveRender(time.Duration, string) {}
+
+// Handler returns the routes of SPEC §5 wrapped in request ids, logging
+// and panic recovery. Unknown paths and wrong methods get the error list
+// too, not Go's plain-text answers.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", method(s, http.MethodGet, s.healthz))
+	mux.Handle("/readyz", method(s, http.MethodGet, s.readyz))
+	if s.cfg.Metrics != nil {
+		mux.Handle("/metrics", method(s, http.MethodGet, s.cfg.Metrics.ServeHTTP))
+	}
+	mux.Handle("/v1/render", method(s, http.MethodPost, s.renderAPI))
+	mux.Handle("/render/{documentId}", method(s, http.MethodGet, s.outlineRender))
+	mux.Handle("/status/{documentId}", method(s, http.MethodGet, s.outlineStatus))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errNotFound)
+	})
+	return s.middleware(mux)
+}
+
+// method answers 405 with the error list to any method but m (GET also
+// accepts HEAD).
+func method(s *Server, m string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
+			h(w, r)
+			return
+		}
+		if m == http.MethodGet {
+			w.Header().Set("Allow", "GET, HEAD")
+		} else {
+			w.Header().Set("Allow", m)
+		}
+		s.writeError(w, r, errMethod)
+	})
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// requestID returns the id of the request, for logs.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// newRequestID returns 16 hex digits; unique enough to find one request in
+// the logs, and never taken from the client, so a log line cannot be
+// forged through it.
+func newRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// middleware gives every request an id (echoed in X-Request-Id), logs one
+// line per request and turns a panic into a 500 error list. Admission
+// tickets are released by the handlers' own defers, which run while the
+// panic unwinds, before it reaches this recover.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := newRequestID()
+		w.Header().Set("X-Request-Id", id)
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		r = r.WithContext(ctx)
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(ctx, "panic", "request_id", id, "panic", v)
+				if !sw.wrote {
+					s.writeError(sw, r, errInternal)
+				}
+			}
+			// Probes and scrapes arrive every few seconds; logging them
+			// would bury the renders.
+			if p := r.URL.Path; p != "/healthz" && p != "/readyz" && p != "/metrics" {
+				s.log.InfoContext(ctx, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+					"status", sw.status, "bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds())
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// statusWriter remembers the status and size of an answer for the request
+// log line. It forwards Unwrap so http.ResponseController reaches the
+// connection (read deadlines).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// healthz is liveness: it touches no lock that render work holds (not even
+// admission's), so it answers in milliseconds whatever the renders are
+// doing.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// readyTimeout bounds one readiness check; a probe that hangs is a "no".
+const readyTimeout = 5 * time.Second
+
+// readyz says whether the service can render: TeX and the data folder
+// (Config.Ready), plus the admission figures for an operator's eye.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			s.writeError(w, r, notReady(err))
+			return
+		}
+	}
+	st := s.cfg.Admission.Stats()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "admission": map[string]any{
+		"slots": st.Slots, "queueDepth": st.QueueDepth, "running": st.Running, "queued": st.Queued,
+	}})
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header; the
+// scheme is case-insensitive (RFC 7235).
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
