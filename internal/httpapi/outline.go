@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strings"
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
@@ -98,7 +99,9 @@ func (s *Server) outlineCheck(r *http.Request) (*outlineRequest, error) {
 			Title:     doc.Title,
 			Author:    doc.CreatedBy.Name,
 			UpdatedAt: doc.UpdatedAt,
-			Language:  doc.Language,
+			// Outline names languages like "en" or, from older
+			// versions, "en_US"; BCP 47 wants a hyphen.
+			Language: strings.ReplaceAll(doc.Language, "_", "-"),
 		},
 		Images: c.Images(token),
 	})

@@ -160,7 +160,7 @@ func newOlEnv(t *testing.T, o olOptions) *olEnv {
 
 	var engine render.Engine
 	if o.tex {
-		testenv.Require(t, "xelatex", "pdfinfo", "pdftotext", "qpdf")
+		testenv.Require(t, "xelatex", "pdfinfo", "pdftotext", "pdfimages", "qpdf")
 		runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
 		if err != nil {
 			t.Fatalf("tex.NewRunner: %v", err)
@@ -403,6 +403,14 @@ func TestOutlineRenderDialect(t *testing.T) {
 	}
 	if !regexp.MustCompile(`Intro line one[ \t]*\n[ \t]*Intro line two`).MatchString(raw) {
 		t.Errorf("the hard break \\n did not break the line:\n%s", raw)
+	}
+	// The attachment image is in the PDF, once, at its own pixel size.
+	list := olPDFTool(t, a.body, "pdfimages", "-list")
+	rows := strings.Split(strings.TrimSpace(list), "\n")[2:] // under the header and its rule
+	if len(rows) != 1 {
+		t.Errorf("pdfimages -list has %d images, want 1:\n%s", len(rows), list)
+	} else if f := strings.Fields(rows[0]); len(f) < 5 || f[3] != "300" || f[4] != "200" {
+		t.Errorf("pdfimages -list = %q, want an image of 300x200", rows[0])
 	}
 	base := e.fake.URL().String()
 	uris := olURIs(t, a.body)
