@@ -79,10 +79,20 @@ var fields = map[string]field{
 // field by field. The error, when not nil, is a *limits.Error listing every
 // problem.
 func Parse(src, metadataJSON []byte) (*Document, error) {
+	return parse(src, metadataJSON, true)
+}
+
+// ParseMetadata is Parse for text that has no front matter: Outline's
+// stored text, where a leading "---" is a horizontal rule, not YAML.
+func ParseMetadata(src, metadataJSON []byte) (*Document, error) {
+	return parse(src, metadataJSON, false)
+}
+
+func parse(src, metadataJSON []byte, frontMatter bool) (*Document, error) {
 	doc := &Document{Body: src}
 	var problems []limits.Problem
 	front, body, offset, ok := splitFrontMatter(src)
-	if ok {
+	if ok && frontMatter {
 		doc.Body, doc.LineOffset = body, offset
 		problems = append(problems, parseYAML(front, &doc.Binding)...)
 	}

@@ -119,3 +119,14 @@ func TestMerge(t *testing.T) {
 		t.Errorf("Merge = %+v, want %+v", b, want)
 	}
 }
+
+func TestParseMetadataKeepsRules(t *testing.T) {
+	src := "---\ntitle: X\n---\ntext\n"
+	doc, err := ParseMetadata([]byte(src), []byte(`{"author":"A"}`))
+	if err != nil {
+		t.Fatalf("ParseMetadata(%q) error = %v", src, err)
+	}
+	if string(doc.Body) != src || doc.LineOffset != 0 || doc.Binding.Title != "" || doc.Binding.Author != "A" {
+		t.Errorf("ParseMetadata(%q) = %+v, want the whole text as body and only the JSON read", src, doc)
+	}
+}

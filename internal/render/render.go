@@ -143,7 +143,12 @@ func (p *Pipeline) Check(req Request) (*Checked, error) {
 	if len(req.Markdown) > limits.MaxMarkdownBytes {
 		return nil, limits.TooLarge(int64(len(req.Markdown)))
 	}
-	bd, err := binding.Parse(req.Markdown, req.Metadata)
+	parse := binding.Parse
+	if req.Outline != nil {
+		// Outline's text has no front matter: a leading --- is a rule.
+		parse = binding.ParseMetadata
+	}
+	bd, err := parse(req.Markdown, req.Metadata)
 	if err != nil {
 		return nil, err
 	}
