@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/outprint/outprint/internal/config"
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/render"
@@ -79,11 +80,19 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 
+	// The command line honours the same configuration as the service
+	// (OUTPRINT_TIMEOUT, OUTPRINT_MAX_PAGES, OUTPRINT_MAX_PDF_BYTES, or a
+	// file named by OUTPRINT_CONFIG), validated the same way.
+	cfg, err := config.Load(config.Path("", os.Environ()), os.Environ())
+	if err != nil {
+		fmt.Fprintf(stderr, "outprint render: configuration: %v\n", err)
+		return exitUsage
+	}
 	runner, err := tex.NewRunner(tex.RunnerConfig{})
 	if err != nil {
 		return report(err)
 	}
-	p := render.New(render.Config{Engine: runner, Limits: renderLimits()})
+	p := render.New(render.Config{Engine: runner, Limits: cfg.Render.Limits()})
 	req := render.Request{
 		Name: filepath.Base(name), Markdown: md, Metadata: metadata,
 		Images: images.Chain(images.Dir(filepath.Dir(name)), nil),
@@ -145,10 +154,4 @@ func progressPrinter(stderr io.Writer) func(render.Progress) {
 			fmt.Fprint(stderr, "\r\033[K")
 		}
 	}
-}
-
-// renderLimits reads the render bounds operators may set for the command
-// line too (OUTPRINT_TIMEOUT, OUTPRINT_MAX_PAGES, OUTPRINT_MAX_PDF_BYTES).
-func renderLimits() limits.Render {
-	return limits.DefaultRender()
 }

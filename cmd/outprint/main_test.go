@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// binary is the outprint command built once for these tests: they run it as
+// a user would, with its real exit codes and output.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "outprint-cli-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "outprint")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestRenderCommand(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdfinfo")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "note.pdf")
+	_, stderr, code := runCLI(t, "render", "testdata/note.md", "-o", out)
+	if code != exitOK {
+		t.Fatalf("outprint render note.md exit = %d, want 0\n%s", code, stderr)
+	}
+	info, err := exec.Command("pdfinfo", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pdfinfo: %v\n%s", err, info)
+	}
+	if !regexp.MustCompile(`(?m)^Pages:\s+1$`).Match(info) || !regexp.MustCompile(`(?m)^Title:\s+CLI note$`).Match(info) {
+		t.Errorf("pdfinfo = %s, want 1 page titled CLI note", info)
+	}
+}
+
+func TestRenderCommandErrors(t *testing.T) {
+	testenv.Require(t, "xelatex")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stderrRE string
+	}{
+		{"no command", nil, exitUsage, `usage:`},
+		{"unknown command", []string{"paint"}, exitUsage, `unknown command "paint"`},
+		{"no file", []string{"render"}, exitUsage, `exactly one Markdown file`},
+		{"two files", []string{"render", "a.md", "b.md"}, exitUsage, `exactly one Markdown file`},
+		{"missing file", []string{"render", "testdata/nope.md"}, exitUsage, `no such file`},
+		{"bad flag", []string{"render", "--colour", "testdata/note.md"}, exitUsage, `flag provided but not defined`},
+		{"math", []string{"render", "testdata/badmath.md", "-o", os.DevNull}, exitDocument, `(?m)^testdata/badmath.md:5: .*\\input`},
+		{"metadata", []string{"render", "testdata/badmeta.md", "-o", os.DevNull}, exitDocument, `(?m)^testdata/badmeta.md:2: title.*\n^testdata/badmeta.md:3: unknown metadata field "colour"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("outprint %v exit = %d, want %d\n%s", tt.args, code, tt.code, stderr)
+			}
+			if !regexp.MustCompile(tt.stderrRE).MatchString(stderr) {
+				t.Errorf("outprint %v stderr = %q, want match %q", tt.args, stderr, tt.stderrRE)
+			}
+		})
+	}
+}
+
+func TestRenderCommandJSON(t *testing.T) {
+	testenv.Require(t, "xelatex")
+	stdout, stderr, code := runCLI(t, "render", "testdata/badmath.md", "--json", "-o", os.DevNull)
+	if code != exitDocument {
+		t.Fatalf("exit = %d, want %d\n%s", code, exitDocument, stderr)
+	}
+	var body struct {
+		Errors []limits.Problem `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &body); err != nil {
+		t.Fatalf("stdout is not the error list: %v\n%s", err, stdout)
+	}
+	if len(body.Errors) != 1 || body.Errors[0].Line != 5 || body.Errors[0].Source != limits.SourceDocument {
+		t.Errorf("errors = %+v, want one document error on line 5", body.Errors)
+	}
+	if !strings.Contains(stdout, `"line":5`) || !strings.Contains(stdout, `"field":`) {
+		t.Errorf("JSON lacks the SPEC §5 shape: %s", stdout)
+	}
+}
+
+func TestRenderCommandTooLarge(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.md")
+	if err := os.WriteFile(big, []byte(strings.Repeat("word ", limits.MaxMarkdownBytes/5+10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, code := runCLI(t, "render", big, "--json", "-o", os.DevNull)
+	if code != exitDocument || !strings.Contains(stdout, `"code":"too_large"`) {
+		t.Errorf("exit = %d, stdout = %s, want 1 and too_large", code, stdout)
+	}
+}
