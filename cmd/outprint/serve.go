@@ -73,13 +73,20 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	return serve(ctx, cfg, log, nil)
+	return serve(ctx, cfg, log, serveHooks{})
 }
 
-// serve runs the service on cfg until ctx ends. listening, when not nil,
-// receives the bound address once the listener is open (tests listen on
-// port 0).
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, listening chan<- net.Addr) int {
+// serveHooks let tests watch and steer serve; the command uses none.
+type serveHooks struct {
+	// listening receives the bound address once the listener is open
+	// (tests listen on port 0).
+	listening chan<- net.Addr
+	// wrap wraps the render stage (tests hold renders at a gate).
+	wrap func(httpapi.Renderer) httpapi.Renderer
+}
+
+// serve runs the service on cfg until ctx ends and returns the exit code.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serveHooks) int {
 	tmp, err := prepareDataDir(cfg.DataDir)
 	if err != nil {
 		log.Error("data folder", "err", err, "setting", "dataDir (OUTPRINT_DATA_DIR)")
@@ -144,8 +151,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, listening 
 	defer probeDone.Wait()
 	defer stopProbe()
 
+	var renderer httpapi.Renderer = pipeline
+	if hooks.wrap != nil {
+		renderer = hooks.wrap(pipeline)
+	}
 	api := httpapi.New(httpapi.Config{
 		Pipeline:     pipeline,
+		Renderer:     renderer,
 		Admission:    adm,
 		Auth:         cfg,
 		Anonymous:    cfg.Anonymous(),
@@ -187,8 +199,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, listening 
 		"anonymous", cfg.Anonymous(), "api_keys", len(cfg.Auth.APIKeys), "data_dir", cfg.DataDir,
 		"slots", cfg.Admission.Slots, "queue_depth", cfg.Admission.QueueDepth, "per_user", cfg.Admission.PerUser,
 		"max_wait", cfg.Admission.MaxWait.String(), "render_timeout", cfg.Render.Timeout.String(), "engine", engine.name)
-	if listening != nil {
-		listening <- ln.Addr()
+	if hooks.listening != nil {
+		hooks.listening <- ln.Addr()
 	}
 
 	code := exitOK
@@ -255,7 +267,13 @@ func prepareDataDir(dir string) (tmp string, err error) {
 	if err := checkWritable(dir); err != nil {
 		return "", err
 	}
-	scratch := filepath.Join(dir, "tmp")
+	// Absolute, because TeX and the image converter run inside folders of
+	// their own and get paths below this one.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("data folder: %w", err)
+	}
+	scratch := filepath.Join(abs, "tmp")
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return "", fmt.Errorf("create scratch folder: %w", err)
 	}
@@ -284,13 +302,17 @@ func checkWritable(dir string) error {
 type engine struct {
 	render.Engine
 	name  string
-	stats func() metrics.PoolStats // nil when the engine keeps no processes
+	stats func() metrics.PoolStats
+	// close stops every TeX process the engine keeps; serve calls it after
+	// the HTTP server and admission drained, so no render is cut off by it
+	// unless the shutdown is forced.
 	close func()
 }
 
-// newEngine returns the cold runner. When the warm pool (tex.Pool) lands,
-// serve takes it here, sized by cfg.Pool, with its figures as stats and
-// its Close as close, so that no TeX process outlives the service.
+// newEngine returns the cold runner: a fresh XeLaTeX for every run.
+//
+// The warm pool (tex.Pool, SPEC §7) takes its place here once it is on
+// main: sized by cfg.Pool, its Stats as stats and its Close as close.
 func newEngine(cfg *config.Config, tmp string) (*engine, error) {
 	r, err := tex.NewRunner(tex.RunnerConfig{
 		TempDir:     tmp,

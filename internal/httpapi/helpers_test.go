@@ -33,8 +33,8 @@ import (
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/render"
-	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/tex"
 )
 
 // envOptions shape one test server. The zero value is the embedded

@@ -212,7 +212,7 @@ func contentDisposition(title string) string {
 	if name == "" || strings.Trim(name, "_") == "" {
 		name = "document"
 	}
-	if ext.Len() == 0 {
+	if name == title || ext.Len() == 0 {
 		return fmt.Sprintf(`attachment; filename="%s.pdf"`, name)
 	}
 	return fmt.Sprintf(`attachment; filename="%s.pdf"; filename*=UTF-8''%s.pdf`, name, ext.String())
