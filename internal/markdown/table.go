@@ -3,7 +3,6 @@ package markdown
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -75,7 +74,19 @@ func columnWidths(lengths [][]int, words []int, ncol int, capacity float64) []fl
 	return want
 }
 
-var cellWordRE = regexp.MustCompile(`\S+`)
+// longestWord returns the rune count of the longest space-separated word.
+func longestWord(s string) int {
+	longest, n := 0, 0
+	for _, c := range s {
+		if c == ' ' || c == '\t' || c == '\n' {
+			n = 0
+			continue
+		}
+		n++
+		longest = max(longest, n)
+	}
+	return longest
+}
 
 func (r *writer) table(t *extast.Table) {
 	// Collect rows and plain cell lengths.
@@ -95,9 +106,7 @@ func (r *writer) table(t *extast.Table) {
 		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
 			text := r.d.plain(c)
 			lengths[i] = append(lengths[i], utf8.RuneCountInString(text))
-			for _, w := range cellWordRE.FindAllString(text, -1) {
-				words[j] = max(words[j], utf8.RuneCountInString(w))
-			}
+			words[j] = max(words[j], longestWord(text))
 			j++
 		}
 	}
