@@ -945,7 +945,10 @@ func (r *writer) linkNode(n *ast.Link) {
 	if strings.Contains(lower, "/api/attachments.redirect") {
 		if m := attachmentRE.FindStringSubmatch(r.d.plain(n)); m != nil {
 			size, _ := strconv.ParseInt(m[2], 10, 64)
-			t, _ := r.resolveLink(dest)
+			t, problem := r.resolveLink(dest)
+			if problem != "" {
+				r.warn(n, "%s", problem)
+			}
 			label := m[1] + " (" + formatSize(size) + ")"
 			r.hyper(t, func() { r.text(label, modeText) })
 			return
