@@ -45,6 +45,8 @@ type envOptions struct {
 	// keys maps an API key to "user/tenant"; with none the server is
 	// anonymous.
 	keys map[string]string
+	// yaml, when set, is the whole configuration file instead of keys.
+	yaml string
 	// wrap wraps the real pipeline's Render stage (fault injection,
 	// gates); nil renders directly.
 	wrap func(Renderer) Renderer
@@ -83,6 +85,9 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 	adm := admission.New(ac)
 
 	cfg := loadConfig(t, o.keys)
+	if o.yaml != "" {
+		cfg = loadYAML(t, o.yaml)
+	}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
 	m.SetAdmissionSource(func() metrics.AdmissionStats {
@@ -125,6 +130,20 @@ func loadConfig(t *testing.T, keys map[string]string) *config.Config {
 		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatalf("config.Load: %v", err)
+	}
+	return cfg
+}
+
+// loadYAML loads a configuration file with the given text.
+func loadYAML(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "outprint.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := config.Load(path, nil)
 	if err != nil {
