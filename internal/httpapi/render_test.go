@@ -134,7 +134,6 @@ func TestAnonymous(t *testing.T) {
 	<-first
 	e.wantIdle()
 
-
 	// Outline configured, no API keys: not anonymous, so no credentials
 	// is a 401 (Outline readers use /render/{id} with their cookie).
 	o := newEnv(t, envOptions{yaml: "outline:\n  url: https://wiki.example.com\n"})
