@@ -375,6 +375,7 @@ var reservedNames = map[string]bool{
 	"main.tex": true, "body.tex": true, "main.log": true, "main.aux": true,
 	"main.pdf": true, "main.xdv": true, "main.toc": true, "main.lof": true,
 	"main.lot": true, "main.out": true, "go.tex": true, "prev.aux": true,
+	"limit.tex": true,
 }
 
 // placeFiles copies the Job's files into the scratch folder and returns

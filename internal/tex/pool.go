@@ -1,0 +1,796 @@
+package tex
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// PoolConfig configures a Pool. The zero value is valid: every field has a
+// default.
+type PoolConfig struct {
+	// Runner holds the program, scratch folder, timeout and rlimits, as
+	// for a cold Runner (same defaults). Timeout bounds a render from
+	// the moment Run is called, waiting for a process included.
+	Runner RunnerConfig
+	// Min is how many warm processes are kept ready for each preamble of
+	// Preambles (default 0: none before the first render).
+	Min int
+	// Max bounds the TeX processes alive at once: warming, warm and busy
+	// (default DefaultPoolMax()).
+	Max int
+	// IdleTimeout stops a warm process nobody used for this long; if the
+	// preamble still needs Min warm processes, a fresh one replaces it
+	// (default 10 minutes).
+	IdleTimeout time.Duration
+	// WarmupTimeout bounds building a format and warming one process
+	// (default 60 s).
+	WarmupTimeout time.Duration
+	// Preambles are warmed at once and kept at Min warm processes each.
+	// Other preambles get warm processes from their first render on.
+	Preambles []string
+	// NoFormat turns off dumping the preamble's package part into a
+	// format (for comparisons; formats cut the warm-up CPU about in half).
+	NoFormat bool
+}
+
+// PoolStats are the pool's figures for metrics. Warm and Busy are current
+// counts; Started, Replaced and Failures count since the pool started.
+type PoolStats struct {
+	// Warm processes wait for a document; Busy ones typeset one.
+	Warm, Busy int
+	// Started counts processes started.
+	Started int
+	// Replaced counts processes started in place of one that typeset
+	// its document, died, or reached its idle timeout.
+	Replaced int
+	// Failures counts processes that failed to warm up or died while
+	// idle, and formats that failed to build.
+	Failures int
+}
+
+// ErrPoolClosed is returned by Run after Close.
+var ErrPoolClosed = errors.New("tex pool closed")
+
+// Pool keeps XeLaTeX processes warm: each is started ahead of time in a
+// scratch folder of its own, loads a preamble, passes \begin{document},
+// loads fonts, and blocks reading a FIFO until it is given a document. It
+// typesets exactly that one document and exits; a replacement is started
+// in the background. Processes are keyed by preamble. Run is safe for
+// concurrent use.
+//
+// Goroutines: every process has one tending goroutine, owned by the Pool
+// and counted in its WaitGroup; it warms the process up and watches it while
+// it is idle, and ends when a render takes the process, the process dies or
+// idles out, or the pool closes. A render (Run) owns the process it took
+// and reaps it before it returns. The proc's own reader and waiter
+// goroutines end when its process group is gone (see sandbox.start).
+type Pool struct {
+	cfg    PoolConfig
+	sb     sandbox
+	fmtDir string
+	stop   chan struct{} // closed by Close: tending goroutines stop their processes
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	hardStop bool          // Close's context ended: busy renders are canceled
+	changed  chan struct{} // closed and replaced whenever the state below changes
+	profiles map[string]*profile
+	alive    int                              // processes not yet reaped: warming, warm, busy
+	busy     map[*warmProc]context.CancelFunc // taken processes; the cancel of their render, nil until typeset sets it
+	nextID   uint64
+	stats    PoolStats
+}
+
+// profile is the pool's state for one preamble.
+type profile struct {
+	key      string
+	preamble string
+	min      int
+	warm     []*warmProc // ready, oldest first
+	starting int
+	waiting  int
+	lastUsed time.Time
+	// failGen counts warm-up failures; lastErr is the latest. A waiting
+	// render gives up when a warm-up failed after it started waiting and
+	// nothing else is on its way.
+	failGen int
+	lastErr error
+	// failing stops background replenishing after a failed warm-up until
+	// one succeeds (a broken preamble must not loop).
+	failing bool
+
+	fmtOnce   sync.Once
+	fmtPath   string // the format to load, "" for none
+	fmtBroken bool   // a process failed with the format: start without (under Pool.mu)
+}
+
+type procState int
+
+const (
+	stateWarming procState = iota
+	stateWarm
+	stateBusy
+	stateDead
+)
+
+// warmProc is one pooled process.
+type warmProc struct {
+	id     uint64
+	prof   *profile
+	dir    string
+	nonce  string
+	p      *proc
+	fifo   *os.File // our end of go.tex, opened read-write so TeX's open never blocks
+	ready  chan struct{}
+	taken  chan struct{} // closed when a render takes the process
+	state  procState     // under Pool.mu
+	format bool          // started with the profile's format
+
+	warmCPU  time.Duration
+	pages    atomic.Pointer[func(int)]
+	readyOne sync.Once
+}
+
+// NewPool starts a pool and warms Min processes for each of cfg.Preambles
+// in the background.
+func NewPool(cfg PoolConfig) (*Pool, error) {
+	cfg.Runner = cfg.Runner.withDefaults()
+	if cfg.Max <= 0 {
+		cfg.Max = DefaultPoolMax()
+	}
+	if cfg.Min < 0 {
+		cfg.Min = 0
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
+	if cfg.WarmupTimeout <= 0 {
+		cfg.WarmupTimeout = 60 * time.Second
+	}
+	sb, err := newSandbox(cfg.Runner)
+	if err != nil {
+		return nil, err
+	}
+	fmtDir, err := os.MkdirTemp(cfg.Runner.TempDir, "outprint-formats-")
+	if err != nil {
+		return nil, fmt.Errorf("format folder: %w", err)
+	}
+	p := &Pool{
+		cfg: cfg, sb: sb, fmtDir: fmtDir, stop: make(chan struct{}),
+		changed: make(chan struct{}), profiles: map[string]*profile{},
+		busy: map[*warmProc]context.CancelFunc{},
+	}
+	p.mu.Lock()
+	for _, pre := range cfg.Preambles {
+		p.profileLocked(pre).min = cfg.Min
+	}
+	for _, prof := range p.profiles {
+		p.replenishLocked(prof)
+	}
+	p.mu.Unlock()
+	return p, nil
+}
+
+// Stats returns the pool's current figures.
+func (p *Pool) Stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Warm, s.Busy = 0, len(p.busy)
+	for _, prof := range p.profiles {
+		s.Warm += len(prof.warm)
+	}
+	return s
+}
+
+// Run typesets job with warm processes: one per TeX run, each used for
+// this document only.
+func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Runner.Timeout)
+	defer cancel()
+
+	res := &Result{}
+	prevDir := ""
+	defer func() {
+		if prevDir != "" {
+			os.RemoveAll(prevDir)
+		}
+	}()
+	for run := 1; ; run++ {
+		out, err := p.runOnce(ctx, job, prevDir)
+		if out != nil {
+			res.Runs = run
+			res.CPU += out.cpu
+			res.WarmCPU += out.warmCPU
+			res.Engine += out.engine
+			res.Log = out.log
+			res.Processes = append(res.Processes, out.id)
+		}
+		if prevDir != "" {
+			os.RemoveAll(prevDir)
+			prevDir = ""
+		}
+		if err != nil {
+			if out != nil {
+				os.RemoveAll(out.dir)
+			}
+			return nil, err
+		}
+		prevDir = out.dir
+		if run >= limits.MaxTeXRuns || !needsRerun(out.dir, out.li, out.before) {
+			err := readPDF(out.dir, p.cfg.Runner.MaxPDFBytes, out.li, res)
+			if err != nil {
+				return nil, err
+			}
+			res.Wall = time.Since(start)
+			return res, nil
+		}
+	}
+}
+
+// warmRun is one warm TeX run's outcome; dir is the process's scratch
+// folder, which the caller removes.
+type warmRun struct {
+	runResult
+	id      uint64
+	dir     string
+	li      logInfo
+	before  map[string]string
+	warmCPU time.Duration
+}
+
+// errProcGone: the process taken died before it was given the document.
+var errProcGone = errors.New("warm process died before its document")
+
+// runOnce takes a warm process (retrying when one died just before it was
+// used) and typesets job with it.
+func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string) (*warmRun, error) {
+	for attempt := 0; ; attempt++ {
+		wp, err := p.acquire(ctx, job.Preamble)
+		if err != nil {
+			return nil, err
+		}
+		out, err := p.typeset(ctx, wp, job, prevDir)
+		if errors.Is(err, errProcGone) && attempt < 3 {
+			os.RemoveAll(out.dir)
+			continue
+		}
+		return out, err
+	}
+}
+
+// typeset gives the document to the warm process wp, which the caller
+// took, waits for it and reaps it.
+func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir string) (*warmRun, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.mu.Lock()
+	p.busy[wp] = cancel // Close cancels renders that outlast its context
+	if p.hardStop {
+		cancel()
+	}
+	p.mu.Unlock()
+	out := &warmRun{id: wp.id, dir: wp.dir, warmCPU: wp.warmCPU}
+	defer p.release(wp)
+	defer wp.fifo.Close()
+
+	select {
+	case <-wp.p.exited:
+		wp.p.reap()
+		p.mu.Lock()
+		p.stats.Failures++
+		p.mu.Unlock()
+		return out, errProcGone
+	default:
+	}
+	inputs, err := placeFiles(wp.dir, job.Files)
+	if err == nil && prevDir != "" {
+		err = carryOver(prevDir, wp.dir)
+	}
+	if err == nil {
+		err = writeFile(wp.dir, "body.tex", bodyFile(job.Body))
+	}
+	if err != nil {
+		wp.p.killGroup()
+		wp.p.reap()
+		return out, err
+	}
+	out.before = snapshotTOCs(wp.dir)
+	rep := newReporter(job.Progress)
+	report := rep.report
+	wp.pages.Store(&report)
+
+	if err := writeFile(wp.dir, "limit.tex", fmt.Sprintf("%d\n", job.maxPages())); err != nil {
+		wp.p.killGroup()
+		wp.p.reap()
+		rep.close()
+		return out, err
+	}
+	goAt := time.Now()
+	// One write of more bytes than XeTeX's byte-order-mark sniffing reads
+	// (it must not block waiting for more); our end stays open until TeX
+	// is done, so the bytes are there whenever TeX's open happens.
+	if _, err := wp.fifo.Write([]byte("outprint go go\n")); err != nil {
+		wp.p.killGroup()
+		wp.p.reap()
+		rep.close()
+		return out, fmt.Errorf("tell warm process to go: %w", err)
+	}
+	state, cause := wp.p.wait(ctx, wp.dir, p.cfg.Runner.ScratchBytes, inputs)
+	out.engine = time.Since(goAt)
+	rep.close()
+	out.cpu = cpuTime(state)
+	li, logText := readLog(wp.dir, wp.nonce)
+	out.li, out.log = li, logText
+	return out, classify(cause, state, li, wp.p.output(), wp.dir)
+}
+
+// carryOver copies what a second run needs from the first run's folder:
+// the .aux (as prev.aux, read by hand after the wait) and the table of
+// contents files.
+func carryOver(from, to string) error {
+	names := map[string]string{"main.aux": "prev.aux"}
+	for _, ext := range tocExts {
+		names["main."+ext] = "main." + ext
+	}
+	names["main.out"] = "main.out"
+	for src, dst := range names {
+		if _, err := os.Stat(filepath.Join(from, src)); err != nil {
+			continue
+		}
+		if err := copyFile(filepath.Join(to, dst), filepath.Join(from, src)); err != nil {
+			return fmt.Errorf("carry %s to the second run: %w", src, err)
+		}
+	}
+	return nil
+}
+
+// release gives back the slot of a process a render took and reaped.
+func (p *Pool) release(wp *warmProc) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.busy, wp)
+	wp.state = stateDead
+	p.alive--
+	if !p.closed {
+		p.replenishAll()
+	}
+	p.notifyLocked()
+}
+
+// acquire returns a warm process for preamble, taken for the caller, or
+// starts one and waits for it.
+func (p *Pool) acquire(ctx context.Context, preamble string) (*warmProc, error) {
+	p.mu.Lock()
+	prof := p.profileLocked(preamble)
+	prof.lastUsed = time.Now()
+	gen := prof.failGen
+	prof.waiting++
+	defer func() {
+		prof.waiting--
+		p.mu.Unlock()
+	}()
+	for {
+		if p.closed {
+			return nil, ErrPoolClosed
+		}
+		if n := len(prof.warm); n > 0 {
+			// The newest: older ones then idle out when demand drops.
+			wp := prof.warm[n-1]
+			prof.warm = prof.warm[:n-1]
+			wp.state = stateBusy
+			p.busy[wp] = nil
+			prof.lastUsed = time.Now()
+			close(wp.taken)
+			prof.waiting--
+			p.replenishLocked(prof)
+			prof.waiting++
+			return wp, nil
+		}
+		if prof.failGen != gen && prof.starting == 0 {
+			return nil, prof.lastErr
+		}
+		if prof.starting < prof.waiting {
+			if p.alive >= p.cfg.Max {
+				p.evictLocked(prof)
+			}
+			if p.alive < p.cfg.Max {
+				p.startLocked(prof, false)
+			}
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			return nil, ctxError(ctx.Err())
+		}
+		p.mu.Lock()
+	}
+}
+
+func (p *Pool) profileLocked(preamble string) *profile {
+	sum := sha256.Sum256([]byte(preamble))
+	key := hex.EncodeToString(sum[:8])
+	prof := p.profiles[key]
+	if prof == nil {
+		prof = &profile{key: key, preamble: preamble}
+		p.profiles[key] = prof
+	}
+	return prof
+}
+
+func (p *Pool) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// wantLocked is how many processes prof should have warm or warming: its
+// Min, and for a preamble used within the idle timeout one spare besides
+// the renders waiting.
+func (p *Pool) wantLocked(prof *profile) int {
+	want := prof.waiting
+	if time.Since(prof.lastUsed) < p.cfg.IdleTimeout {
+		want++
+	}
+	return max(want, prof.min)
+}
+
+// replenishLocked starts processes for prof up to what it wants, within
+// Max. A preamble whose last warm-up failed is not replenished in the
+// background; the next render retries it.
+func (p *Pool) replenishLocked(prof *profile) {
+	if p.closed || prof.failing {
+		return
+	}
+	for len(prof.warm)+prof.starting < p.wantLocked(prof) && p.alive < p.cfg.Max {
+		p.startLocked(prof, true)
+	}
+}
+
+func (p *Pool) replenishAll() {
+	for _, prof := range p.profiles {
+		p.replenishLocked(prof)
+	}
+}
+
+// evictLocked stops the oldest warm process of another preamble to make
+// room for prof. Its tending goroutine sees it die and cleans up.
+func (p *Pool) evictLocked(prof *profile) {
+	var victim *warmProc
+	for _, other := range p.profiles {
+		if other == prof || len(other.warm) == 0 {
+			continue
+		}
+		if victim == nil || other.warm[0].id < victim.id {
+			victim = other.warm[0]
+		}
+	}
+	if victim == nil {
+		return
+	}
+	victim.prof.warm = victim.prof.warm[1:]
+	victim.state = stateDead
+	victim.p.killGroup()
+}
+
+// startLocked starts a process for prof; its tending goroutine warms it.
+func (p *Pool) startLocked(prof *profile, replacement bool) {
+	p.nextID++
+	wp := &warmProc{
+		id: p.nextID, prof: prof, nonce: newNonce(),
+		ready: make(chan struct{}), taken: make(chan struct{}),
+	}
+	prof.starting++
+	p.alive++
+	p.stats.Started++
+	if replacement {
+		p.stats.Replaced++
+	}
+	p.wg.Add(1)
+	go p.tend(wp)
+}
+
+// tend warms wp up, then watches it while it is idle. It is the Pool's
+// goroutine for wp until a render takes it.
+func (p *Pool) tend(wp *warmProc) {
+	defer p.wg.Done()
+	if err := p.warmUp(wp); err != nil {
+		p.mu.Lock()
+		prof := wp.prof
+		prof.starting--
+		p.alive--
+		wp.state = stateDead
+		if !p.closed {
+			p.stats.Failures++
+			prof.failGen++
+			prof.lastErr = fmt.Errorf("warm up: %w", err)
+			prof.failing = true
+			if wp.format {
+				// Perhaps the format is at fault: the next try goes
+				// without it.
+				prof.fmtBroken = true
+			}
+		}
+		p.notifyLocked()
+		p.mu.Unlock()
+		return
+	}
+
+	p.mu.Lock()
+	prof := wp.prof
+	prof.starting--
+	prof.failing = false
+	if p.closed {
+		wp.state = stateDead
+		p.mu.Unlock()
+		p.discard(wp)
+		return
+	}
+	wp.state = stateWarm
+	prof.warm = append(prof.warm, wp)
+	p.notifyLocked()
+	p.mu.Unlock()
+
+	idle := time.NewTimer(p.cfg.IdleTimeout)
+	defer idle.Stop()
+	died := false
+	select {
+	case <-wp.taken:
+		return
+	case <-wp.p.exited:
+		died = true
+	case <-idle.C:
+	case <-p.stop:
+	}
+
+	p.mu.Lock()
+	switch wp.state {
+	case stateBusy:
+		// Taken at the same moment: the render owns it and will find
+		// out if it died.
+		p.mu.Unlock()
+		return
+	case stateWarm:
+		for i, w := range prof.warm {
+			if w == wp {
+				prof.warm = append(prof.warm[:i], prof.warm[i+1:]...)
+				break
+			}
+		}
+		wp.state = stateDead
+		if died && !p.closed {
+			p.stats.Failures++
+		}
+	}
+	// stateDead: evicted, already out of the warm list.
+	p.mu.Unlock()
+	p.discard(wp)
+}
+
+// discard kills and reaps an idle process, removes its folder and gives
+// its slot back.
+func (p *Pool) discard(wp *warmProc) {
+	wp.p.killGroup()
+	wp.p.reap()
+	wp.fifo.Close()
+	os.RemoveAll(wp.dir)
+	p.mu.Lock()
+	p.alive--
+	if !p.closed {
+		p.replenishAll()
+	}
+	p.notifyLocked()
+	p.mu.Unlock()
+}
+
+// warmUp starts wp's process and waits until it is ready for a document.
+func (p *Pool) warmUp(wp *warmProc) error {
+	prof := wp.prof
+	fmtPath := p.format(prof)
+	p.mu.Lock()
+	if prof.fmtBroken {
+		fmtPath = ""
+	}
+	p.mu.Unlock()
+	wp.format = fmtPath != ""
+	select {
+	case <-p.stop:
+		return ErrPoolClosed
+	default:
+	}
+
+	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-warm-")
+	if err != nil {
+		return fmt.Errorf("scratch folder: %w", err)
+	}
+	wp.dir = dir
+	fail := func(err error) error {
+		os.RemoveAll(dir)
+		return err
+	}
+	fifo := filepath.Join(dir, "go.tex")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		return fail(fmt.Errorf("mkfifo: %w", err))
+	}
+	if wp.fifo, err = os.OpenFile(fifo, os.O_RDWR, 0); err != nil {
+		return fail(fmt.Errorf("open fifo: %w", err))
+	}
+	if err := writeFile(dir, "main.tex", warmDocument(prof.preamble, wp.nonce, wp.format)); err != nil {
+		wp.fifo.Close()
+		return fail(err)
+	}
+	readyMark := marker(wp.nonce) + "ready"
+	lw := &lineWatcher{nonce: wp.nonce, pages: func(n int) {
+		if f := wp.pages.Load(); f != nil {
+			(*f)(n)
+		}
+	}}
+	onLine := func(s string) {
+		if strings.Contains(s, readyMark) {
+			wp.readyOne.Do(func() { close(wp.ready) })
+			return
+		}
+		lw.line(s)
+	}
+	timeout := cpuSeconds(p.cfg.WarmupTimeout + p.cfg.Runner.Timeout)
+	proc, err := p.sb.start(dir, p.sb.args(fmtPath), timeout, onLine)
+	if err != nil {
+		wp.fifo.Close()
+		return fail(err)
+	}
+	wp.p = proc
+	timer := time.NewTimer(p.cfg.WarmupTimeout)
+	defer timer.Stop()
+	var cause error
+	select {
+	case <-wp.ready:
+		wp.warmCPU = procCPU(proc.pid)
+		return nil
+	case <-proc.exited:
+	case <-timer.C:
+		cause = fmt.Errorf("not warm after %v", p.cfg.WarmupTimeout)
+	case <-p.stop:
+		cause = ErrPoolClosed
+	}
+	proc.killGroup()
+	state := proc.reap()
+	wp.fifo.Close()
+	if cause == nil {
+		li, _ := readLog(dir, wp.nonce)
+		cause = classify(nil, state, li, proc.output(), dir)
+		if cause == nil {
+			cause = fmt.Errorf("xelatex exited while warming up: %s", lastLines(proc.output(), 3))
+		}
+	}
+	return fail(cause)
+}
+
+// format returns the path of prof's format (without ".fmt") to pass to
+// -fmt, building it on first use; "" when the preamble has no dump marker,
+// formats are off, or the build failed (then processes load the preamble
+// the slow way).
+func (p *Pool) format(prof *profile) string {
+	if p.cfg.NoFormat {
+		return ""
+	}
+	head, _, ok := splitAtDump(prof.preamble)
+	if !ok {
+		return ""
+	}
+	prof.fmtOnce.Do(func() {
+		path, err := p.buildFormat(prof.key, head)
+		if err != nil {
+			p.mu.Lock()
+			p.stats.Failures++
+			p.mu.Unlock()
+			return
+		}
+		prof.fmtPath = path
+	})
+	return prof.fmtPath
+}
+
+// buildFormat dumps head (the package part of a preamble) into a format
+// with mylatexformat, in the same sandbox as every TeX run.
+func (p *Pool) buildFormat(key, head string) (string, error) {
+	dir := filepath.Join(p.fmtDir, key)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("format folder: %w", err)
+	}
+	if err := writeFile(dir, "dump.tex", dumpDocument(head)); err != nil {
+		return "", err
+	}
+	args := []string{
+		"-ini", "-jobname=outprint", "-no-shell-escape", "-no-mktex=tfm", "-no-mktex=tex",
+		"-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
+		"&xelatex", "mylatexformat.ltx", "dump.tex",
+	}
+	proc, err := p.sb.start(dir, args, cpuSeconds(p.cfg.WarmupTimeout), nil)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.WarmupTimeout)
+	defer cancel()
+	// This goroutine cancels the build when the pool closes; it ends with
+	// the build (cancel is deferred above).
+	go func() {
+		select {
+		case <-p.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	state, cause := proc.wait(ctx, dir, p.cfg.Runner.ScratchBytes, nil)
+	if cause != nil {
+		return "", fmt.Errorf("dump format: %w", cause)
+	}
+	if !state.Success() {
+		return "", fmt.Errorf("dump format: %v: %s", state, lastLines(proc.output(), 3))
+	}
+	return filepath.Join(dir, "outprint"), nil
+}
+
+// Close stops the pool: no new renders, idle and warming processes are
+// stopped at once, busy renders may finish until ctx ends and are then
+// canceled. It returns when no process of the pool is left.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.stop)
+	p.notifyLocked()
+	p.mu.Unlock()
+
+	var err error
+	for {
+		p.mu.Lock()
+		n := len(p.busy)
+		ch := p.changed
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		done := ctx.Done()
+		if ctx.Err() != nil {
+			p.hardStop = true
+			for _, cancel := range p.busy {
+				if cancel != nil {
+					cancel()
+				}
+			}
+			err = ctx.Err()
+			done = nil // canceled renders end soon; wait for them only
+		}
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-done:
+		}
+	}
+	p.wg.Wait()
+	os.RemoveAll(p.fmtDir)
+	return err
+}

@@ -1,0 +1,508 @@
+package tex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+func newTestPool(t *testing.T, cfg PoolConfig) *Pool {
+	t.Helper()
+	testenv.Require(t, "xelatex", "pdfinfo", "pdftotext")
+	if cfg.Runner.TempDir == "" {
+		cfg.Runner.TempDir = t.TempDir()
+	}
+	if cfg.Max == 0 {
+		cfg.Max = 2
+	}
+	p, err := NewPool(cfg)
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		p.Close(ctx)
+	})
+	return p
+}
+
+// waitFor polls cond until it holds or 60 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// running reports whether pid is a live process: it exists and is not a
+// zombie (a killed xdvipdfmx whose parent died first waits a moment for
+// init to reap it).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || !strings.HasPrefix(string(b[i+1:]), " Z")
+}
+
+// idleTeX returns the pids of warm processes: TeX processes whose folder
+// has no body.tex yet.
+func idleTeX(root string) []int {
+	var pids []int
+	for _, pid := range pidsOf(procsUnder(root)) {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(cwd, "body.tex")); err != nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestPoolReplacementAfterUse(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	waitFor(t, "a warm process", func() bool { return p.Stats().Warm == 1 })
+
+	seen := map[uint64]bool{}
+	for i := range 3 {
+		res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: fmt.Sprintf("Warm document %d.\n", i)})
+		if err != nil {
+			t.Fatalf("Run %d = %v", i, err)
+		}
+		if len(res.Processes) != 1 || seen[res.Processes[0]] {
+			t.Fatalf("Run %d: Processes = %v, want one process never used before (used: %v)", i, res.Processes, seen)
+		}
+		seen[res.Processes[0]] = true
+		if got := pdfText(t, res.PDF); !strings.Contains(got, fmt.Sprintf("Warm document %d.", i)) {
+			t.Errorf("Run %d: pdftotext = %q", i, got)
+		}
+		if got := pdfPages(t, res.PDF); got != 1 || res.Pages != 1 {
+			t.Errorf("Run %d: pdfinfo pages = %d, Result.Pages = %d, want 1", i, got, res.Pages)
+		}
+		if res.WarmCPU <= 0 || res.CPU <= res.WarmCPU {
+			t.Errorf("Run %d: CPU %v, WarmCPU %v; want 0 < WarmCPU < CPU", i, res.CPU, res.WarmCPU)
+		}
+		// The replacement warms up in the background.
+		waitFor(t, "the replacement", func() bool { s := p.Stats(); return s.Warm == 1 && s.Busy == 0 })
+	}
+	s := p.Stats()
+	if s.Replaced < 3 || s.Started < 4 || s.Failures != 0 {
+		t.Errorf("Stats = %+v, want Replaced >= 3, Started >= 4, no failures", s)
+	}
+}
+
+func TestPoolDeathWhileIdle(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	waitFor(t, "a warm process", func() bool { return p.Stats().Warm == 1 && len(idleTeX(p.cfg.Runner.TempDir)) > 0 })
+	victims := idleTeX(p.cfg.Runner.TempDir)
+	for _, pid := range victims {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	waitFor(t, "the failure to be noticed", func() bool { return p.Stats().Failures >= 1 })
+	waitFor(t, "a new warm process", func() bool { return p.Stats().Warm == 1 })
+	for _, pid := range idleTeX(p.cfg.Runner.TempDir) {
+		for _, v := range victims {
+			if pid == v {
+				t.Errorf("killed process %d is still listed", pid)
+			}
+		}
+	}
+	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "After a death.\n"})
+	if err != nil {
+		t.Fatalf("Run after the death = %v", err)
+	}
+	if got := pdfText(t, res.PDF); !strings.Contains(got, "After a death.") {
+		t.Errorf("pdftotext = %q", got)
+	}
+}
+
+func TestPoolIdleTimeout(t *testing.T) {
+	p := newTestPool(t, PoolConfig{IdleTimeout: 500 * time.Millisecond})
+	if _, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "x\n"}); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	// The replacement warms up, idles out and is not replaced (Min 0).
+	waitFor(t, "the replacement to start", func() bool { return p.Stats().Started >= 2 })
+	waitFor(t, "no process left", func() bool {
+		s := p.Stats()
+		return s.Warm == 0 && s.Busy == 0 && len(procsUnder(p.cfg.Runner.TempDir)) == 0
+	})
+}
+
+func TestPoolHangKilledByTimeout(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	_, err := p.Run(ctx, Job{Preamble: testPreamble, Body: "\\loop\\iftrue\\repeat\n"})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Run(endless loop) = %v, want ErrTimeout", err)
+	}
+	// Only warm processes are left; none has a document.
+	waitFor(t, "the pool to settle", func() bool { return p.Stats().Busy == 0 })
+	if busy := len(procsUnder(p.cfg.Runner.TempDir)) - len(idleTeX(p.cfg.Runner.TempDir)); busy != 0 {
+		t.Errorf("%d TeX processes with a document left after the timeout: %v", busy, procsUnder(p.cfg.Runner.TempDir))
+	}
+	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "Still fine.\n"})
+	if err != nil || !strings.Contains(pdfText(t, res.PDF), "Still fine.") {
+		t.Fatalf("Run after the timeout = %v", err)
+	}
+}
+
+func TestPoolCancelKillsGroup(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	shipped := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(ctx, Job{
+			Preamble: testPreamble,
+			Body:     "page one\\newpage\n\\loop\\iftrue\\repeat\n",
+			Progress: func(int) { once.Do(func() { close(shipped) }) },
+		})
+		done <- err
+	}()
+	select {
+	case <-shipped:
+	case err := <-done:
+		t.Fatalf("Run ended before it was canceled: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("no page shipped within 60 s")
+	}
+	all := pidsOf(procsUnder(p.cfg.Runner.TempDir))
+	idle := map[int]bool{}
+	for _, pid := range idleTeX(p.cfg.Runner.TempDir) {
+		idle[pid] = true
+	}
+	var busy []int
+	for _, pid := range all {
+		if !idle[pid] {
+			busy = append(busy, pid)
+		}
+	}
+	if len(busy) == 0 {
+		t.Fatal("found no busy TeX process")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, ErrCanceled) {
+		t.Errorf("Run(canceled) = %v, want ErrCanceled", err)
+	}
+	for _, pid := range busy {
+		if running(pid) {
+			t.Errorf("busy process %d still runs after cancel", pid)
+		}
+	}
+}
+
+func TestPoolCloseLeavesNothing(t *testing.T) {
+	testenv.Require(t, "xelatex")
+	root := t.TempDir()
+	p, err := NewPool(PoolConfig{Runner: RunnerConfig{TempDir: root}, Min: 2, Max: 3, Preambles: []string{testPreamble}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "x\n"}); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	// A render still running when Close's context ends is canceled.
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_, err := p.Run(context.Background(), Job{
+			Preamble: testPreamble, Body: "a\\newpage\n\\loop\\iftrue\\repeat\n",
+			Progress: func(int) { once.Do(func() { close(started) }) },
+		})
+		done <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want the deadline (a render had to be canceled)", err)
+	}
+	if err := <-done; !errors.Is(err, ErrCanceled) {
+		t.Errorf("Run during Close = %v, want ErrCanceled", err)
+	}
+	if left := procsUnder(root); len(left) > 0 {
+		t.Errorf("processes left after Close: %v", left)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) > 0 {
+		t.Errorf("folders left after Close: %v", ents)
+	}
+	if _, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "x\n"}); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("Run after Close = %v, want ErrPoolClosed", err)
+	}
+}
+
+// TestPoolOneDocumentPerProcess renders many documents from many
+// goroutines: every render has a process of its own, and every PDF holds
+// its own text and no other's.
+func TestPoolOneDocumentPerProcess(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Max: 4, Min: 1, Preambles: []string{testPreamble}})
+	const clients, each = 4, 4
+	type rendered struct {
+		n     int
+		procs []uint64
+		text  string
+		err   error
+	}
+	results := make(chan rendered, clients*each)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				n := c*each + i
+				body := fmt.Sprintf("Secret of document %d.\n", n)
+				if n%4 == 0 {
+					body = "\\tableofcontents\n\\section{Part}" + body
+				}
+				res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: body})
+				r := rendered{n: n, err: err}
+				if err == nil {
+					r.procs = res.Processes
+					r.text = pdfText(t, res.PDF)
+				}
+				results <- r
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	owner := map[uint64]int{}
+	for r := range results {
+		if r.err != nil {
+			t.Errorf("document %d: %v", r.n, r.err)
+			continue
+		}
+		for _, id := range r.procs {
+			if prev, dup := owner[id]; dup {
+				t.Errorf("process %d typeset documents %d and %d", id, prev, r.n)
+			}
+			owner[id] = r.n
+		}
+		for m := range clients * each {
+			has := strings.Contains(r.text, fmt.Sprintf("Secret of document %d.", m))
+			if has != (m == r.n) {
+				t.Errorf("document %d: text of document %d present = %v", r.n, m, has)
+			}
+		}
+	}
+	if s := p.Stats(); s.Failures != 0 || s.Busy != 0 {
+		t.Errorf("Stats = %+v, want no failures and nothing busy", s)
+	}
+}
+
+func short(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "…"
+	}
+	return s
+}
+
+// outlineTitles returns the PDF's bookmark titles, read by qpdf.
+func outlineTitles(t *testing.T, pdf []byte) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "o.pdf")
+	os.WriteFile(path, pdf, 0o600)
+	out, err := exec.Command("qpdf", "--json", "--json-key=outlines", path).Output()
+	if err != nil {
+		t.Fatalf("qpdf --json: %v", err)
+	}
+	var doc struct {
+		Outlines []struct {
+			Title string `json:"title"`
+		} `json:"outlines"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("qpdf json: %v", err)
+	}
+	var titles []string
+	for _, o := range doc.Outlines {
+		titles = append(titles, o.Title)
+	}
+	return titles
+}
+
+// TestPoolMatchesCold: documents that need two runs come out of the pool
+// exactly as a cold render makes them: same text, pages, bookmarks.
+func TestPoolMatchesCold(t *testing.T) {
+	testenv.Require(t, "qpdf")
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	r := newTestRunner(t, RunnerConfig{})
+	long := strings.Repeat("Filler text that makes the sections long enough to move across pages. ", 60)
+	tests := []struct {
+		name string
+		body string
+		runs int
+	}{
+		{"plain", "\\section{Only}Just one run.\n", 1},
+		{"toc", "\\tableofcontents\n\\section{Alpha}" + long + "\n\\section{Beta}\\label{beta}" + long + "\n\\subsection{Gamma}x\n", 2},
+		{"references", "See section~\\ref{far} on page~\\pageref{far}.\n\\section{Near}" + long + long + "\n\\section{Far}\\label{far}here\n", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := Job{Preamble: testPreamble, Body: tt.body}
+			cold, err := r.Run(context.Background(), job)
+			if err != nil {
+				t.Fatalf("cold Run = %v", err)
+			}
+			warm, err := p.Run(context.Background(), job)
+			if err != nil {
+				t.Fatalf("warm Run = %v", err)
+			}
+			if cold.Runs != tt.runs || warm.Runs != tt.runs {
+				t.Errorf("Runs: cold %d, warm %d, want %d", cold.Runs, warm.Runs, tt.runs)
+			}
+			if len(warm.Processes) != warm.Runs || (warm.Runs == 2 && warm.Processes[0] == warm.Processes[1]) {
+				t.Errorf("warm Processes = %v, want one new process per run", warm.Processes)
+			}
+			ct, wt := pdfText(t, cold.PDF), pdfText(t, warm.PDF)
+			if ct != wt {
+				t.Errorf("pdftotext differs:\ncold: %q\nwarm: %q", short(ct), short(wt))
+			}
+			if cp, wp := pdfPages(t, cold.PDF), pdfPages(t, warm.PDF); cp != wp {
+				t.Errorf("pages: cold %d, warm %d", cp, wp)
+			}
+			if co, wo := outlineTitles(t, cold.PDF), outlineTitles(t, warm.PDF); strings.Join(co, "|") != strings.Join(wo, "|") {
+				t.Errorf("bookmarks: cold %q, warm %q", co, wo)
+			}
+			if strings.Contains(wt, "??") {
+				t.Errorf("warm text has unresolved references: %q", short(wt))
+			}
+		})
+	}
+}
+
+func TestPoolErrors(t *testing.T) {
+	p := newTestPool(t, PoolConfig{})
+	t.Run("page limit", func(t *testing.T) {
+		_, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: strings.Repeat("\\null\\newpage\n", 700)})
+		if !errors.Is(err, ErrPageLimit) || !strings.Contains(err.Error(), "page 501") {
+			t.Errorf("Run(700 pages) = %v, want ErrPageLimit at page 501", err)
+		}
+		_, err = p.Run(context.Background(), Job{Preamble: testPreamble, Body: strings.Repeat("\\null\\newpage\n", 10), MaxPages: 5})
+		if !errors.Is(err, ErrPageLimit) || !strings.Contains(err.Error(), "page 6") {
+			t.Errorf("Run(10 pages, MaxPages 5) = %v, want ErrPageLimit at page 6", err)
+		}
+	})
+	t.Run("body error", func(t *testing.T) {
+		_, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "ok\n\\undefinedoutprint\n"})
+		var ce *CompileError
+		if !errors.As(err, &ce) || ce.Line != 2 {
+			t.Errorf("Run = %v, want a CompileError at line 2", err)
+		}
+	})
+	t.Run("preamble error", func(t *testing.T) {
+		before := p.Stats().Failures
+		_, err := p.Run(context.Background(), Job{Preamble: testPreamble + "\\undefinedinpreamble\n", Body: "x\n"})
+		var ce *CompileError
+		if !errors.As(err, &ce) || ce.Line != 0 {
+			t.Errorf("Run = %v, want a CompileError outside the body", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if got := p.Stats().Failures - before; got < 1 || got > 2 {
+			t.Errorf("failures after a broken preamble = %d, want 1 or 2 (no retry loop)", got)
+		}
+	})
+}
+
+// TestPoolEviction: with room for one process, a render of another
+// preamble takes the place of the idle one.
+func TestPoolEviction(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Max: 1, Min: 1, Preambles: []string{testPreamble}})
+	waitFor(t, "a warm process", func() bool { return p.Stats().Warm == 1 })
+	other := strings.Replace(testPreamble, "{article}", "[12pt]{article}", 1)
+	res, err := p.Run(context.Background(), Job{Preamble: other, Body: "Other preamble.\n"})
+	if err != nil {
+		t.Fatalf("Run(other preamble) = %v", err)
+	}
+	if !strings.Contains(pdfText(t, res.PDF), "Other preamble.") {
+		t.Errorf("wrong text")
+	}
+	if n := len(procsUnder(p.cfg.Runner.TempDir)); n > 1 {
+		t.Errorf("%d processes alive, want at most Max 1", n)
+	}
+}
+
+func TestPoolMax(t *testing.T) {
+	gib := int64(1 << 30)
+	tests := []struct {
+		name  string
+		files map[string]string
+		cpus  int
+		want  int
+	}{
+		{"machine only", map[string]string{"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10)}, 8, 16},
+		{"machine memory bound", map[string]string{"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 3*gib>>10)}, 8, 2},
+		{"v2 quota", map[string]string{
+			"cgroup/cpu.max": "150000 100000\n", "cgroup/memory.max": "max\n",
+			"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10),
+		}, 8, 4},
+		{"v2 memory", map[string]string{
+			"cgroup/cpu.max": "max 100000\n", "cgroup/memory.max": fmt.Sprint(2*gib + 600<<20),
+			"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10),
+		}, 4, 2},
+		{"v2 own cgroup", map[string]string{
+			"self": "0::/svc/outprint\n", "cgroup/svc/outprint/cpu.max": "100000 100000\n",
+			"cgroup/svc/outprint/memory.max": fmt.Sprint(8 * gib),
+			"meminfo":                        fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10),
+		}, 16, 2},
+		{"v1", map[string]string{
+			"self":                                "4:memory:/\n3:cpu,cpuacct:/\n",
+			"cgroup/cpu/cpu.cfs_quota_us":         "300000\n",
+			"cgroup/cpu/cpu.cfs_period_us":        "100000\n",
+			"cgroup/memory/memory.limit_in_bytes": fmt.Sprint(5 * gib),
+			"meminfo":                             fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10),
+		}, 8, 4},
+		{"v1 unlimited", map[string]string{
+			"cgroup/cpu/cpu.cfs_quota_us":         "-1\n",
+			"cgroup/cpu/cpu.cfs_period_us":        "100000\n",
+			"cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
+			"meminfo":                             fmt.Sprintf("MemTotal: %d kB\n", 24*gib>>10),
+		}, 2, 4},
+		{"tiny", map[string]string{"meminfo": "MemTotal: 524288 kB\n"}, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for name, content := range tt.files {
+				path := filepath.Join(root, name)
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				os.WriteFile(path, []byte(content), 0o644)
+			}
+			m := machine{
+				cgroupRoot: filepath.Join(root, "cgroup"), selfCgroup: filepath.Join(root, "self"),
+				meminfo: filepath.Join(root, "meminfo"), numCPU: tt.cpus,
+			}
+			if got := poolMax(m); got != tt.want {
+				t.Errorf("poolMax(%v, %d CPUs) = %d, want %d", tt.files, tt.cpus, got, tt.want)
+			}
+		})
+	}
+	if got := DefaultPoolMax(); got < 1 {
+		t.Errorf("DefaultPoolMax() = %d, want at least 1", got)
+	}
+}
