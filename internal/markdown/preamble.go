@@ -37,6 +37,7 @@ func Preamble(p Profile) string {
 \usepackage{framed}
 \usepackage[normalem]{ulem}
 \usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,hyperfootnotes=false,pdfcreator={outprint}]{hyperref}
+\usepackage{bookmark}
 `)
 	b.WriteString(HighlightPreamble)
 	b.WriteString("\n")

@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"bytes"
+	"encoding/json"
 	"image"
 	_ "image/jpeg" // decode the showcase's JPEG header
 	_ "image/png"  // decode the showcase's PNG header
@@ -18,7 +19,7 @@ import (
 // every construct, with its real images (the SVG converted by
 // rsvg-convert, as the images stage does), and checks the PDF's text.
 func TestShowcase(t *testing.T) {
-	testenv.Require(t, "xelatex", "rsvg-convert", "pdftotext")
+	testenv.Require(t, "xelatex", "rsvg-convert", "pdftotext", "pdfinfo", "qpdf")
 	if testing.Short() {
 		t.Skip("compiles TeX")
 	}
@@ -86,6 +87,36 @@ func TestShowcase(t *testing.T) {
 		if data, err := os.ReadFile(pdf); err == nil {
 			_ = os.WriteFile(keep, data, 0o644)
 		}
+	}
+	if out, err := exec.Command("qpdf", "--check", pdf).CombinedOutput(); err != nil {
+		t.Errorf("qpdf --check: %v\n%s", err, out)
+	}
+	info, err := exec.Command("pdfinfo", pdf).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Title:           outprint showcase", "Author:          The outprint team"} {
+		if !strings.Contains(string(info), want) {
+			t.Errorf("pdfinfo lacks %q:\n%s", want, info)
+		}
+	}
+	// Bookmarks come from the headings in this one run (package bookmark).
+	js, err := exec.Command("qpdf", "--json", "--json-key=outlines", pdf).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outlines struct {
+		Outlines []struct{ Title string } `json:"outlines"`
+	}
+	if err := json.Unmarshal(js, &outlines); err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, o := range outlines.Outlines {
+		titles = append(titles, o.Title)
+	}
+	if len(titles) != 13 || titles[0] != "1 Text" || titles[9] != "10 Images" {
+		t.Errorf("bookmarks = %q, want 13 numbered sections", titles)
 	}
 	text := strings.Join(strings.Fields(pdftotext(t, pdf)), " ")
 	for _, want := range []string{
