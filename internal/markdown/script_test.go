@@ -277,6 +277,24 @@ func TestWriteRuns(t *testing.T) {
 // the PDF's path. A TeX error fails the test with the log's error lines.
 func runXeLaTeX(t *testing.T, doc string) (log, pdf string) {
 	t.Helper()
+	log, pdf, err := xelatex(t, doc, true)
+	if err != nil {
+		var errs []string
+		for _, l := range strings.Split(log, "\n") {
+			if strings.HasPrefix(l, "!") || strings.HasPrefix(l, "l.") {
+				errs = append(errs, l)
+			}
+		}
+		t.Fatalf("xelatex failed: %v\n%s", err, strings.Join(errs, "\n"))
+	}
+	return log, pdf
+}
+
+// xelatex runs XeLaTeX once on doc in a fresh folder and returns its log,
+// the PDF's path and the run's error. With haltOnError false, TeX goes on
+// after errors, so that the log lists all of them.
+func xelatex(t *testing.T, doc string, haltOnError bool) (log, pdf string, err error) {
+	t.Helper()
 	testenv.Require(t, "xelatex", "pdftotext")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "doc.tex"), []byte(doc), 0o644); err != nil {
@@ -284,7 +302,11 @@ func runXeLaTeX(t *testing.T, doc string) (log, pdf string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "xelatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "doc.tex")
+	args := []string{"-no-shell-escape", "-interaction=nonstopmode", "doc.tex"}
+	if haltOnError {
+		args = append([]string{"-halt-on-error"}, args...)
+	}
+	cmd := exec.CommandContext(ctx, "xelatex", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "openin_any=p", "openout_any=p", "MKTEXPK=0", "MKTEXTFM=0", "MKTEXMF=0")
 	out, runErr := cmd.CombinedOutput()
@@ -292,17 +314,7 @@ func runXeLaTeX(t *testing.T, doc string) (log, pdf string) {
 	if err != nil {
 		t.Fatalf("xelatex wrote no log (%v): %s", runErr, out)
 	}
-	log = string(logBytes)
-	if runErr != nil {
-		var errs []string
-		for _, l := range strings.Split(log, "\n") {
-			if strings.HasPrefix(l, "!") || strings.HasPrefix(l, "l.") {
-				errs = append(errs, l)
-			}
-		}
-		t.Fatalf("xelatex failed: %v\n%s", runErr, strings.Join(errs, "\n"))
-	}
-	return log, filepath.Join(dir, "doc.pdf")
+	return string(logBytes), filepath.Join(dir, "doc.pdf"), runErr
 }
 
 // pdfText returns pdftotext's text of pdf, NFKC-normalized (Arabic comes
