@@ -36,6 +36,7 @@ var goldenCases = []struct {
 	{"hostile", Options{}, Meta{Title: `Hostile \input{x} ^^5c`, Author: "Mallory {", Language: "de-DE) /Evil"}},
 	{"scripts", Options{}, Meta{Title: "Scripts 日本語", Language: "ja"}},
 	{"title", Options{}, Meta{Title: "The Title", Subtitle: "A subtitle", TOC: true}},
+	{"nesting", Options{}, Meta{Title: "Nesting"}},
 }
 
 // render writes a golden document's body followed by its warnings as TeX

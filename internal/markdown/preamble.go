@@ -91,7 +91,11 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % Notices: a coloured bar and background, a label; framed breaks across pages.
 \newcommand\opnoticelabel[2]{\par\noindent{\sffamily\bfseries\small\color{op#1fg}#2}\par\nobreak}
 \newcommand\opnoticeframe[2]{\hbox{{\color{op#1fg}\vrule width 3pt}\fboxsep=7pt\colorbox{op#1bg}{#2}}}
-\newenvironment{opnotice}[2]{\def\FrameCommand{\opnoticeframe{#1}}\MakeFramed{\advance\hsize-\width\FrameRestore}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\endMakeFramed}
+% Inside lists the frame keeps the list's indentation (as framed's own
+% shaded environment does).
+\makeatletter
+\newenvironment{opnotice}[2]{\def\FrameCommand##1{\hskip\@totalleftmargin\opnoticeframe{#1}{##1}\hskip-\linewidth\hskip-\@totalleftmargin\hskip\columnwidth}\MakeFramed{\advance\hsize-\width\@totalleftmargin\z@\linewidth\hsize\@setminipage}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\unskip\@minipagefalse\endMakeFramed}
+\makeatother
 % Text.
 \newcommand\opbr{\penalty200\hskip0pt\relax}
 \newcommand\opbrk{{\parskip=0pt\endgraf\noindent}}

@@ -123,6 +123,7 @@ func TestXeLaTeXGolden(t *testing.T) {
 		"hostile":   {`\input{/etc/passwd}`, `^^5cinput`, `\end{document}`, "quote twelve deep", "12"},
 		"scripts":   {"Größere", "Καλώς", "Добро"},
 		"title":     {"The Title", "A subtitle", "Only section"},
+		"nesting":   {"in a list", "code in a quote", "Heading in a notice", "notice in a toggle", "notice in a quote in an item"},
 	}
 	dir := t.TempDir()
 	writeTestImages(t, dir)
