@@ -15,3 +15,8 @@ go run ./bench/compare -bin "$bin" -runs 5 "${docs[@]}"
 echo
 echo "== Markdown -> LaTeX conversion speed (go test -bench)"
 go test ./internal/markdown -run '^$' -bench BenchmarkLaTeX -benchtime 2s
+echo
+echo "== service under load: outprint serve saturated on loopback (bench/load, 20 s)"
+echo "   /healthz and 429 refusals must stay fast (p99 < 10 ms) while every slot renders"
+mkdir -p bench/out
+go run ./bench/load -bin "$bin" -duration 20s -log bench/out/serve-load.log
