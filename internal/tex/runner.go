@@ -319,8 +319,16 @@ func snapshotTOCs(dir string) map[string]string {
 // needsRerun decides whether a second run is needed: a warning asked for
 // it, or the document read a table of contents that the run changed (it
 // printed the old one).
+//
+// hyperref asks for a rerun on every first run to put a /PageLabels entry
+// in the catalog. When the .aux shows one page-label range, decimal from
+// the first page, that entry would only repeat what a viewer shows without
+// it, so it is no reason for a second run.
 func needsRerun(dir string, li logInfo, before map[string]string) bool {
 	if li.rerun {
+		return true
+	}
+	if li.pageLabels && !defaultPageLabels(dir) {
 		return true
 	}
 	for _, ext := range li.tocs {
@@ -335,6 +343,22 @@ func needsRerun(dir string, li logInfo, before map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// defaultPageLabels reports whether main.aux records exactly one page
+// label range, decimal numbers from the first page: \HyPL@Entry{0<</S/D>>}.
+func defaultPageLabels(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "main.aux"))
+	if err != nil {
+		return false
+	}
+	var entries []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, `\HyPL@Entry{`) {
+			entries = append(entries, strings.TrimSpace(line))
+		}
+	}
+	return len(entries) == 1 && entries[0] == `\HyPL@Entry{0<</S/D>>}`
 }
 
 // readPDF checks the PDF's size against the limit, then reads it.

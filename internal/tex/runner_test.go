@@ -343,6 +343,30 @@ func TestRunReruns(t *testing.T) {
 	}
 }
 
+// TestRunPageLabels: hyperref with page labels on asks for a rerun on every
+// first run; only documents whose labels are not plain page numbers get it.
+func TestRunPageLabels(t *testing.T) {
+	r := newTestRunner(t, RunnerConfig{})
+	preamble := strings.Replace(testPreamble, "[pdfpagelabels=false]{hyperref}", "{hyperref}", 1)
+	tests := []struct {
+		name string
+		body string
+		runs int
+	}{
+		{"decimal pages", "One.\\newpage Two.\n", 1},
+		{"roman front matter", "\\pagenumbering{roman}Front.\\newpage\\pagenumbering{arabic}Main.\n", 2},
+	}
+	for _, tt := range tests {
+		res, err := r.Run(context.Background(), Job{Preamble: preamble, Body: tt.body})
+		if err != nil {
+			t.Fatalf("%s: Run = %v", tt.name, err)
+		}
+		if res.Runs != tt.runs {
+			t.Errorf("%s: Runs = %d, want %d", tt.name, res.Runs, tt.runs)
+		}
+	}
+}
+
 func TestRunPDFTooLarge(t *testing.T) {
 	r := newTestRunner(t, RunnerConfig{MaxPDFBytes: 1000})
 	_, err := r.Run(context.Background(), Job{Preamble: testPreamble, Body: "Some text.\n"})

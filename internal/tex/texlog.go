@@ -27,6 +27,9 @@ type logInfo struct {
 	missing  []string
 	// rerun: a warning asked for another run.
 	rerun bool
+	// pageLabels: hyperref asked for a rerun to get its /PageLabels
+	// entry (and nothing else asked); see needsRerun.
+	pageLabels bool
 	// tocs are the extensions of the table-of-contents files read.
 	tocs []string
 }
@@ -84,7 +87,10 @@ func parseLog(r io.Reader, nonce string) logInfo {
 			if inWarning == "" {
 				inWarning = "LaTeX"
 			}
-			if strings.Contains(line, "Rerun") {
+			switch {
+			case strings.Contains(line, "Rerun to get /PageLabels entry"):
+				li.pageLabels = true
+			case strings.Contains(line, "Rerun"):
 				li.rerun = true
 			}
 			continue

@@ -54,6 +54,11 @@ func TestParseLog(t *testing.T) {
 			want: logInfo{pages: -1, rerun: true},
 		},
 		{
+			name: "page labels",
+			log:  "Package hyperref Warning: Rerun to get /PageLabels entry.\n",
+			want: logInfo{pages: -1, pageLabels: true},
+		},
+		{
 			name: "labels changed",
 			log:  "LaTeX Warning: Label(s) may have changed. Rerun to get cross-references right.\n",
 			want: logInfo{pages: -1, rerun: true},
