@@ -345,15 +345,24 @@ func (r *writer) onlyImages(n ast.Node) bool {
 	return found
 }
 
-var slugDrop = regexp.MustCompile(`[^a-z0-9 -]+`)
-
 // anchor gives a heading a PDF destination named after its GitHub-style
 // slug, so that `[x](#slug)` links reach it.
 func (r *writer) anchor(h *ast.Heading) {
-	slug := strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(r.d.plain(h)), ""), " ", "-")
-	if len(slug) > 60 {
-		slug = slug[:60]
+	// GitHub's slug: lower case, letters, digits, hyphens; spaces become
+	// hyphens, everything else goes.
+	var sb strings.Builder
+	for _, c := range strings.ToLower(r.d.plain(h)) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+			sb.WriteRune(c)
+		case c == ' ':
+			sb.WriteByte('-')
+		}
+		if sb.Len() >= 60 {
+			break
+		}
 	}
+	slug := sb.String()
 	base := slug
 	for i := 1; ; i++ {
 		if _, taken := r.anchors[slug]; !taken {
@@ -775,7 +784,7 @@ func (r *writer) inline(n ast.Node) {
 			s := n.Segments.At(i)
 			b.Write(s.Value(r.d.src))
 		}
-		if r.cell && brTag.MatchString(b.String()) {
+		if r.cell && isBr(b.String()) {
 			r.raw(`\opnl{}`)
 			return
 		}
@@ -789,7 +798,11 @@ func (r *writer) inline(n ast.Node) {
 	}
 }
 
-var brTag = regexp.MustCompile(`(?i)^<br\s*/?>$`)
+// isBr reports whether an HTML tag is <br>, <br/> or <br />.
+func isBr(tag string) bool {
+	t := strings.ToLower(strings.ReplaceAll(tag, " ", ""))
+	return t == "<br>" || t == "<br/>"
+}
 
 // group writes open, the children and a closing brace.
 func (r *writer) group(open string, n ast.Node) {
@@ -893,7 +906,21 @@ type target struct {
 	url, dest string
 }
 
-var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
+// scheme returns the URL scheme of u ("" when u has none).
+func scheme(u string) string {
+	for i := 0; i < len(u); i++ {
+		c := u[i]
+		switch {
+		case isLetter(c):
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-'):
+		case i > 0 && c == ':':
+			return u[:i]
+		default:
+			return ""
+		}
+	}
+	return ""
+}
 
 // resolveLink decides what a link destination may become. Only http,
 // https and mailto keep their target, plus Outline's relative document,
@@ -910,15 +937,15 @@ func (r *writer) resolveLink(dest string) (target, string) {
 		}
 		return target{}, fmt.Sprintf("link to %q: no heading has this name", shorten(dest))
 	}
-	if m := schemeRE.FindStringSubmatch(dest); m != nil {
-		switch strings.ToLower(m[1]) {
+	if sc := scheme(dest); sc != "" {
+		switch strings.ToLower(sc) {
 		case "http", "https", "mailto":
 			return target{url: dest}, ""
 		}
 		return target{}, fmt.Sprintf("link to %q kept as text: only http, https and mailto links are allowed", shorten(dest))
 	}
 	if strings.HasPrefix(dest, "/doc/") || strings.HasPrefix(dest, "/collection/") || strings.HasPrefix(dest, "/api/attachments.redirect") {
-		if base := strings.TrimRight(r.d.opts.OutlineURL, "/"); base != "" && schemeRE.MatchString(base) {
+		if base := strings.TrimRight(r.d.opts.OutlineURL, "/"); base != "" && scheme(base) != "" {
 			return target{url: base + dest}, ""
 		}
 	}
@@ -1067,7 +1094,20 @@ func formatSize(n int64) string {
 
 // ---------------------------------------------------------------- images
 
-var fileRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,200}$`)
+// safeFile reports whether an image file name is one the images stage
+// makes: [A-Za-z0-9._-], not starting with a dot, no "..".
+func safeFile(name string) bool {
+	if name == "" || len(name) > 200 || name[0] == '.' || strings.Contains(name, "..") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(isLetter(c) || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // imageHints reads Outline's image title: " =WxH" (pixels), right-50,
 // left-50, full-width and source=…; anything else is an ordinary title.
@@ -1131,7 +1171,7 @@ func imageSize(img Image, h imageHints) (w, ht float64) {
 func (r *writer) imageCall(n *ast.Image, maxWidth string) (string, bool) {
 	url := resolveEscapes(n.Destination)
 	img, ok := r.images[url]
-	if !ok || !fileRE.MatchString(img.File) || strings.Contains(img.File, "..") {
+	if !ok || !safeFile(img.File) {
 		return "", false
 	}
 	h := parseHints(resolveEscapes(n.Title))
