@@ -123,7 +123,7 @@ func benchRenders(b *testing.B, run func(context.Context, Job) (*Result, error),
 		// these renders.
 		before()
 	}
-	b.ReportMetric((childCPU() - cpu0).Seconds()/float64(b.N), "cpu-s/render")
+	b.ReportMetric((childCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/render")
 	b.ReportMetric(float64(engine.Milliseconds())/float64(b.N), "engine-ms/render")
 }
 
@@ -159,5 +159,5 @@ func BenchmarkSaturation(b *testing.B) {
 	elapsed := time.Since(start)
 	waitWarm(b, p)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "renders/s")
-	b.ReportMetric((childCPU() - cpu0).Seconds()/float64(b.N), "cpu-s/render")
+	b.ReportMetric((childCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/render")
 }
