@@ -1,0 +1,284 @@
+package markdown
+
+import (
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/alecthomas/chroma/v2"
+	"github.com/alecthomas/chroma/v2/lexers"
+)
+
+// This file turns a fenced code block into an fvextra Verbatim block with
+// syntax highlighting: chroma splits the code into tokens, and our own
+// formatter writes each token in a style macro of HighlightPreamble.
+//
+// The Verbatim runs in commandchars mode (\, { and } are TeX's), so every
+// backslash and brace of the code is written as a macro (\opvb{}, \oplb{},
+// \oprb{}); no other character of the code is special inside Verbatim. A
+// line "\end{Verbatim}" in the code therefore stays text, and ^ is written
+// as \opcaret{} so that no ^^ sequence reaches TeX even if a line were ever
+// read again with other category codes. fvextra breaks long lines
+// anywhere, also inside the style macros (breaknonspaceingroup).
+
+// HighlightPreamble defines the macros HighlightCode's output uses. It
+// needs the packages xcolor and fvextra, which it does not load itself so
+// that the preamble can choose their options.
+const HighlightPreamble = `% Code blocks (markdown.HighlightCode): escaped characters and token styles.
+\newcommand\opvb{\char"5C\relax}
+\newcommand\oplb{\char"7B\relax}
+\newcommand\oprb{\char"7D\relax}
+\newcommand\opcaret{\char"5E\relax}
+\definecolor{opkw}{HTML}{1A4D8F}
+\definecolor{opty}{HTML}{6F2DA8}
+\definecolor{opfn}{HTML}{005F73}
+\definecolor{opst}{HTML}{2E6B1F}
+\definecolor{opnu}{HTML}{A3410A}
+\definecolor{opco}{HTML}{6A6F73}
+\definecolor{oppp}{HTML}{8A4B08}
+\definecolor{opta}{HTML}{9B1C31}
+\definecolor{opva}{HTML}{8B2F6E}
+\definecolor{opgd}{HTML}{B3261E}
+\newcommand\optkkw[1]{\textcolor{opkw}{\textbf{#1}}}
+\newcommand\optkty[1]{\textcolor{opty}{#1}}
+\newcommand\optkfn[1]{\textcolor{opfn}{#1}}
+\newcommand\optkbi[1]{\textcolor{opfn}{\textbf{#1}}}
+\newcommand\optkst[1]{\textcolor{opst}{#1}}
+\newcommand\optknu[1]{\textcolor{opnu}{#1}}
+\newcommand\optkco[1]{\textcolor{opco}{#1}}
+\newcommand\optkpp[1]{\textcolor{oppp}{#1}}
+\newcommand\optkta[1]{\textcolor{opta}{#1}}
+\newcommand\optkva[1]{\textcolor{opva}{#1}}
+\newcommand\optkgd[1]{\textcolor{opgd}{#1}}
+\newcommand\optkgi[1]{\textcolor{opst}{#1}}
+\newcommand\optkgh[1]{\textbf{#1}}
+`
+
+// verbatimBegin opens the block. The options are the safety of the
+// format: commandchars makes our macros work, the break options keep long
+// lines on the page.
+const verbatimBegin = `\begin{Verbatim}[commandchars=\\\{\},breaklines,breakanywhere,breaknonspaceingroup]`
+
+// tabWidth is the number of columns a tab advances to: code is printed,
+// and four columns keep nested code on the page.
+const tabWidth = 4
+
+// Bounds for highlighting: beyond them a block is printed plain (still
+// escaped). chroma's lexers are regular expressions with backtracking;
+// the size bound keeps the output the same for the same input, the time
+// bound is the safety net for a pathological block.
+const (
+	maxHighlightBytes = 256 << 10
+	highlightBudget   = 2 * time.Second
+)
+
+// tokenStyle returns the style macro of a chroma token type, or "" for
+// text printed plain.
+func tokenStyle(t chroma.TokenType) string {
+	switch {
+	case t == chroma.KeywordType || t == chroma.NameClass || t == chroma.NameException || t == chroma.NameNamespace:
+		return `\optkty`
+	case t.InCategory(chroma.Keyword) || t == chroma.OperatorWord || t == chroma.NameKeyword:
+		return `\optkkw`
+	case t == chroma.NameFunction || t == chroma.NameFunctionMagic || t == chroma.NameAttribute:
+		return `\optkfn`
+	case t.InSubCategory(chroma.NameBuiltin):
+		return `\optkbi`
+	case t == chroma.NameTag:
+		return `\optkta`
+	case t.InSubCategory(chroma.NameVariable):
+		return `\optkva`
+	case t == chroma.NameDecorator || t.InSubCategory(chroma.CommentPreproc):
+		return `\optkpp`
+	case t.InCategory(chroma.Comment):
+		return `\optkco`
+	case t.InSubCategory(chroma.LiteralString):
+		return `\optkst`
+	case t.InSubCategory(chroma.LiteralNumber) || t == chroma.NameConstant || t == chroma.KeywordConstant:
+		return `\optknu`
+	case t == chroma.GenericDeleted || t == chroma.GenericError:
+		return `\optkgd`
+	case t == chroma.GenericInserted:
+		return `\optkgi`
+	case t == chroma.GenericHeading || t == chroma.GenericSubheading || t == chroma.GenericStrong || t == chroma.GenericPrompt:
+		return `\optkgh`
+	}
+	return ""
+}
+
+// HighlightCode returns code as a Verbatim block for fvextra, highlighted
+// as lang when chroma knows it (go, python, bash, …) and plain otherwise.
+// Control characters are dropped, tabs expanded; characters the monospace
+// font lacks are set in a fallback font (\opfont<key>{…}, see
+// FontPreamble).
+func HighlightCode(lang, code string) string {
+	code = cleanCode(code)
+	var b strings.Builder
+	b.Grow(len(code) * 2)
+	b.WriteString(verbatimBegin + "\n")
+	f := codeFormatter{b: &b}
+	tokens, ok := highlightTokens(lang, code)
+	if !ok {
+		tokens = []chroma.Token{{Type: chroma.Text, Value: code}}
+	}
+	for _, tok := range tokens {
+		f.token(tokenStyle(tok.Type), tok.Value)
+	}
+	f.endLine()
+	b.WriteString(`\end{Verbatim}` + "\n")
+	return b.String()
+}
+
+// highlightTokens lexes code as lang, or reports false when lang is
+// unknown or the block is too large or too slow to lex.
+func highlightTokens(lang, code string) ([]chroma.Token, bool) {
+	lang = strings.ToLower(strings.TrimSpace(lang))
+	if lang == "" || len(code) > maxHighlightBytes {
+		return nil, false
+	}
+	lexer := lexers.Get(lang)
+	if lexer == nil {
+		return nil, false
+	}
+	it, err := chroma.Coalesce(lexer).Tokenise(nil, code)
+	if err != nil {
+		return nil, false
+	}
+	deadline := time.Now().Add(highlightBudget)
+	var tokens []chroma.Token
+	for tok := it(); tok != chroma.EOF; tok = it() {
+		if time.Now().After(deadline) {
+			return nil, false
+		}
+		tokens = append(tokens, tok)
+	}
+	return tokens, true
+}
+
+// cleanCode normalizes line ends and drops the characters that have no
+// place in printed code: control characters other than tab and newline,
+// and the final newlines (the block ends its own last line).
+func cleanCode(code string) string {
+	code = strings.ReplaceAll(code, "\r\n", "\n")
+	code = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r == '\r' {
+			return '\n'
+		}
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, code)
+	return strings.TrimRight(code, "\n")
+}
+
+// codeFormatter writes tokens line by line: a style macro must open and
+// close on one line, because fvextra reads the block line by line.
+type codeFormatter struct {
+	b   *strings.Builder
+	col int // column on the current line, for tab stops
+}
+
+func (f *codeFormatter) token(style, text string) {
+	for {
+		line, rest, more := strings.Cut(text, "\n")
+		if line != "" {
+			if style != "" && strings.TrimSpace(line) != "" {
+				f.b.WriteString(style + "{")
+				f.text(line)
+				f.b.WriteString("}")
+			} else {
+				f.text(line)
+			}
+		}
+		if !more {
+			return
+		}
+		f.endLine()
+		text = rest
+	}
+}
+
+func (f *codeFormatter) endLine() {
+	f.b.WriteByte('\n')
+	f.col = 0
+}
+
+// text writes a piece of one line, escaped, with characters the monospace
+// font lacks in their fallback font.
+func (f *codeFormatter) text(s string) {
+	for _, run := range codeRuns(s) {
+		if run.Font != "" {
+			f.b.WriteString(`\opfont` + run.Font + "{")
+		}
+		for _, r := range run.Text {
+			switch r {
+			case '\\':
+				f.b.WriteString(`\opvb{}`)
+			case '{':
+				f.b.WriteString(`\oplb{}`)
+			case '}':
+				f.b.WriteString(`\oprb{}`)
+			case '^':
+				f.b.WriteString(`\opcaret{}`)
+			case '\t':
+				n := tabWidth - f.col%tabWidth
+				f.b.WriteString(strings.Repeat(" ", n))
+				f.col += n - 1
+			default:
+				f.b.WriteRune(r)
+			}
+			f.col++
+		}
+		if run.Font != "" {
+			f.b.WriteString("}")
+		}
+	}
+}
+
+// codeRuns splits a piece of code into runs by font, like SplitRuns but
+// without the right-to-left ordering: code reads left to right.
+func codeRuns(s string) []Run {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		ascii = ascii && s[i] < 0x80
+	}
+	if ascii {
+		return []Run{{Text: s}}
+	}
+	cs := clusters(s)
+	var buf [numFonts + 1]fontID
+	var runs []Run
+	for i := range cs {
+		c := &cs[i]
+		if isLineSpace(c.runes[0]) {
+			c.font = fontMain
+		} else {
+			place(c, chainFor(c.runes[0], buf[:]))
+		}
+		if len(c.runes) == 0 {
+			continue
+		}
+		key := fonts[c.font].key
+		if n := len(runs); n > 0 && runs[n-1].Font == key {
+			runs[n-1].Text += string(c.runes)
+		} else {
+			runs = append(runs, Run{Text: string(c.runes), Font: key})
+		}
+	}
+	return runs
+}
+
+// HighlightMacros returns the control sequences HighlightCode writes into
+// the body, besides the \opfont<key> macros of FontMacros.
+func HighlightMacros() []string {
+	return []string{
+		`\begin`, `\end`, `\\`, `\{`, `\}`,
+		`\opvb`, `\oplb`, `\oprb`, `\opcaret`,
+		`\optkkw`, `\optkty`, `\optkfn`, `\optkbi`, `\optkst`, `\optknu`, `\optkco`,
+		`\optkpp`, `\optkta`, `\optkva`, `\optkgd`, `\optkgi`, `\optkgh`,
+	}
+}

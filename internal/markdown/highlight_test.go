@@ -1,0 +1,229 @@
+package markdown
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// highlightCases are the golden cases: testdata/highlight/<name>.txt is
+// the code, <name>.tex what HighlightCode makes of it.
+var highlightCases = []struct{ name, lang string }{
+	{"go", "go"},
+	{"python", "python"},
+	{"bash", "bash"},
+	{"hostile", "latex"},
+	{"plain", "no-such-language"},
+}
+
+func TestHighlightGolden(t *testing.T) {
+	for _, c := range highlightCases {
+		t.Run(c.name, func(t *testing.T) {
+			code, err := os.ReadFile(filepath.Join("testdata", "highlight", c.name+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := HighlightCode(c.lang, string(code))
+			path := filepath.Join("testdata", "highlight", c.name+".tex")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestHighlightGolden -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("HighlightCode(%q, %s.txt) differs from %s (run go test -run TestHighlightGolden -update and review the diff):\n%s", c.lang, c.name, path, got)
+			}
+		})
+	}
+}
+
+func TestHighlightCode(t *testing.T) {
+	tests := []struct {
+		lang, code string
+		want       []string // substrings of the output
+		not        []string // substrings that must not be there
+	}{
+		{"go", "func f() {}", []string{`\optkkw{func}`, `\optkfn{f}`, `\oplb{}\oprb{}`}, []string{"{}}"}},
+		{"python", "x = 'a' # c", []string{`\optkst{'a'}`, `\optkco{# c}`}, nil},
+		{"bash", "echo $HOME", []string{`\optkbi{echo}`, `\optkva{$HOME}`}, nil},
+		{"", `\input{x}`, []string{`\opvb{}input\oplb{}x\oprb{}`}, []string{`\input`}},
+		{"unknown", "^^5c", []string{`\opcaret{}\opcaret{}5c`}, []string{"^"}},
+		{"text", "\\end{Verbatim}\n\\end{Verbatim}", []string{"\\opvb{}end\\oplb{}Verbatim\\oprb{}\n\\opvb{}end"}, nil},
+		{"", "a\tb\n\tc\n  \td", []string{"a   b\n    c\n    d"}, []string{"\t"}},
+		{"", "a\x00b\x1bc\x7fd\r\ne\rf", []string{"abcd\ne\nf"}, []string{"\x00", "\x1b", "\x7f", "\r"}},
+		{"", "x\u202ey\u2066z", []string{"xyz"}, nil},
+		{"go", "// 日本語 ok", []string{`\opfontcjk{日本語}`}, nil},
+		{"", "code\n\n\n", []string{"code\n\\end{Verbatim}"}, nil},
+		{"GO", "package x", []string{`\optkkw{package}`}, nil},
+	}
+	for _, tt := range tests {
+		got := HighlightCode(tt.lang, tt.code)
+		if !strings.HasPrefix(got, verbatimBegin+"\n") || !strings.HasSuffix(got, "\n\\end{Verbatim}\n") {
+			t.Errorf("HighlightCode(%q, %q) = %q, want one Verbatim block", tt.lang, tt.code, got)
+		}
+		body := strings.TrimSuffix(strings.TrimPrefix(got, verbatimBegin+"\n"), "\\end{Verbatim}\n")
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("HighlightCode(%q, %q) = %q, want it to contain %q", tt.lang, tt.code, got, w)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(body, n) {
+				t.Errorf("HighlightCode(%q, %q) = %q, want no %q in the body", tt.lang, tt.code, got, n)
+			}
+		}
+	}
+}
+
+// TestHighlightBodyIsSafe checks the property the escaping promises on
+// every golden input and on every printable ASCII character: inside the
+// block, a backslash only starts one of our macros, braces only belong to
+// them, and no ^ is left.
+func TestHighlightBodyIsSafe(t *testing.T) {
+	inputs := []string{}
+	var all strings.Builder
+	for c := 0x20; c < 0x7f; c++ {
+		all.WriteByte(byte(c))
+	}
+	inputs = append(inputs, all.String(), "\\end{Verbatim}\n}{\\\\{{", strings.Repeat("{\\", 50))
+	for _, c := range highlightCases {
+		code, err := os.ReadFile(filepath.Join("testdata", "highlight", c.name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, string(code))
+	}
+	allowed := map[string]bool{}
+	for _, m := range append(HighlightMacros(), FontMacros()...) {
+		allowed[m] = true
+	}
+	for _, in := range inputs {
+		for _, lang := range []string{"", "go", "latex", "bash", "python", "c"} {
+			out := HighlightCode(lang, in)
+			body := strings.TrimSuffix(strings.TrimPrefix(out, verbatimBegin+"\n"), "\\end{Verbatim}\n")
+			if strings.Contains(body, "^") {
+				t.Errorf("HighlightCode(%q, %q) leaves a ^: %q", lang, in, body)
+			}
+			depth := 0
+			for i := 0; i < len(body); i++ {
+				switch body[i] {
+				case '\\':
+					j := i + 1
+					for j < len(body) && isASCIILetter(body[j]) {
+						j++
+					}
+					if name := body[i:j]; !allowed[name] || name == `\begin` || name == `\end` {
+						t.Fatalf("HighlightCode(%q, %q) writes %q into the block: %q", lang, in, name, body)
+					}
+					if j >= len(body) || body[j] != '{' {
+						t.Fatalf("HighlightCode(%q, %q): macro %s without its braces: %q", lang, in, body[i:j], body)
+					}
+				case '{':
+					depth++
+				case '}':
+					depth--
+					if depth < 0 {
+						t.Fatalf("HighlightCode(%q, %q): unbalanced } in %q", lang, in, body)
+					}
+				case '\n':
+					if depth != 0 {
+						t.Fatalf("HighlightCode(%q, %q): a group spans a line in %q", lang, in, body)
+					}
+				}
+			}
+		}
+	}
+}
+
+// highlightDoc is the minimal document the brief names: fontspec, xcolor,
+// fvextra and HighlightPreamble (plus the fallback fonts code may need).
+func highlightDoc(blocks ...string) string {
+	var b strings.Builder
+	b.WriteString("\\documentclass{article}\n\\usepackage{fontspec}\n\\setmainfont{Noto Serif}\n\\setmonofont{Noto Sans Mono}\n")
+	b.WriteString("\\usepackage{xcolor}\n\\usepackage{fvextra}\n")
+	b.WriteString(FontPreamble(ScriptCJK | ScriptSymbols | ScriptEmoji))
+	b.WriteString(HighlightPreamble)
+	b.WriteString("\\begin{document}\n")
+	for _, block := range blocks {
+		b.WriteString(block)
+		b.WriteString("\nAfter the block.\n\n")
+	}
+	b.WriteString("\\end{document}\n")
+	return b.String()
+}
+
+// TestHighlightHostileXeLaTeX compiles the corpus's hostile code block and
+// checks that the PDF shows it literally and that the block did not end
+// early or read the file.
+func TestHighlightHostileXeLaTeX(t *testing.T) {
+	code, err := os.ReadFile(filepath.Join("testdata", "highlight", "hostile.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := HighlightCode("latex", string(code)) + HighlightCode("", "^^5cinput{/etc/passwd}\n\\end{Verbatim}\\input{/etc/hostname}")
+	log, pdf := runXeLaTeX(t, highlightDoc(block))
+	text := pdfText(t, pdf, "-layout")
+	for _, want := range []string{`\end{Verbatim}`, `\input{/etc/passwd}`, `^^5cinput{/etc/passwd}`, `\end{Verbatim}\input{/etc/hostname}`, "After the block."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("pdftotext output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "root:") || strings.Contains(log, "/etc/passwd") {
+		t.Errorf("the PDF or log shows /etc/passwd was read:\n%s", text)
+	}
+	if m := missingCharacters(log); len(m) > 0 {
+		t.Errorf("XeTeX lost characters:\n%s", strings.Join(m, "\n"))
+	}
+}
+
+// TestHighlightGoldenXeLaTeX compiles every golden case and a block with a
+// line far wider than the page: the text must come out whole, long lines
+// wrapped rather than running off the page.
+func TestHighlightGoldenXeLaTeX(t *testing.T) {
+	var blocks, codes []string
+	for _, c := range highlightCases {
+		code, err := os.ReadFile(filepath.Join("testdata", "highlight", c.name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, HighlightCode(c.lang, string(code)))
+		codes = append(codes, string(code))
+	}
+	long := "x := \"" + strings.Repeat("abcdefghij", 100) + "\" // " + strings.Repeat("{}", 50)
+	blocks = append(blocks, HighlightCode("go", long))
+	log, pdf := runXeLaTeX(t, highlightDoc(blocks...))
+	if strings.Contains(log, "Overfull \\hbox") {
+		t.Errorf("a code line runs off the page:\n%s", log)
+	}
+	if m := missingCharacters(log); len(m) > 0 {
+		t.Errorf("XeTeX lost characters:\n%s", strings.Join(m, "\n"))
+	}
+	// Compare without white space (tabs became spaces) and without the
+	// marks fvextra sets at a wrapped line's break (pdftotext reads the
+	// hooked arrow as ",→").
+	squash := func(s string) string {
+		s = strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\n' || r == '\f' {
+				return -1
+			}
+			return r
+		}, s)
+		return strings.NewReplacer(",→", "", "⌋", "").Replace(s)
+	}
+	text := squash(pdfText(t, pdf, "-raw"))
+	for _, code := range append(codes[:3], codes[3], long) {
+		if !strings.Contains(text, squash(code)) {
+			t.Errorf("pdftotext output lacks the code %q:\n%s", code, text)
+		}
+	}
+	for _, want := range []string{"日本語のコメント", "Ελληνικά", "🚀", `plain\{}^^5cinput%#$&~_[]<>|"` + "`"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("pdftotext output lacks %q:\n%s", want, text)
+		}
+	}
+}
