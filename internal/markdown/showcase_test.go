@@ -100,6 +100,10 @@ func TestShowcase(t *testing.T) {
 			t.Errorf("pdfinfo lacks %q:\n%s", want, info)
 		}
 	}
+	// The catalog's language comes from Meta.Language.
+	if js, err := exec.Command("qpdf", "--json", "--json-key=qpdf", pdf).Output(); err != nil || !strings.Contains(string(js), `"/Lang": "u:en"`) {
+		t.Errorf("no /Lang (en) in the catalog (%v)", err)
+	}
 	// Bookmarks come from the headings in this one run (package bookmark).
 	js, err := exec.Command("qpdf", "--json", "--json-key=outlines", pdf).Output()
 	if err != nil {
