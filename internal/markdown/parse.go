@@ -69,6 +69,14 @@ type Document struct {
 	headings  int
 	scripts   Scripts
 	footnotes map[int]*extast.Footnote
+	heads     []heading // every heading, in order
+}
+
+// heading is a heading with its plain text, which the writer needs twice
+// (bookmark, anchor name).
+type heading struct {
+	node  *ast.Heading
+	plain string
 }
 
 // newParser builds the goldmark parser once: it is read-only after its
@@ -138,9 +146,11 @@ func Parse(src []byte, opts Options) (*Document, error) {
 		}
 		switch n := n.(type) {
 		case *ast.Heading:
+			plain := cleanLine(d.plain(n))
+			d.heads = append(d.heads, heading{n, plain})
 			if !sawHeading {
 				sawHeading = true
-				d.first = cleanLine(d.plain(n))
+				d.first = plain
 			}
 			if !(d.titleH1 && ast.Node(n) == firstBlock) {
 				d.headings++

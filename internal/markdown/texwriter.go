@@ -226,3 +226,42 @@ func (w *texWriter) esc(s string, m textMode) {
 		}
 	}
 }
+
+// plainASCII reports whether a Text node's raw text is ASCII without
+// backslash escapes or entity references: it can be written as it is.
+func plainASCII(v []byte) bool {
+	for _, c := range v {
+		if c >= 0x80 || c == '\\' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// escBytes is esc for plainASCII text in running text, without a string
+// copy; long words and long lines take esc's general path.
+func (w *texWriter) escBytes(v []byte) {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == ' ' || c == '\t' || c == '\n' {
+			w.space()
+			continue
+		}
+		if w.firstBreak > 0 && w.word+1 >= w.firstBreak || w.col >= softLine+200 {
+			w.esc(string(v[i:]), modeText)
+			return
+		}
+		switch e := asciiEsc[c]; {
+		case e != "":
+			w.b = append(w.b, e...)
+			w.col += len(e)
+		case c == '-' && i+1 < len(v) && v[i+1] == '-':
+			w.b = append(w.b, "-{}"...)
+			w.col += 3
+		default:
+			w.b = append(w.b, c)
+			w.col++
+		}
+		w.word++
+	}
+}

@@ -55,7 +55,7 @@ var sectionCommands = [...]string{"section", "subsection", "subsubsection", "par
 // image files the TeX folder holds; an image missing from it prints its
 // alternative text (the images stage has reported it already).
 func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
-	r := &writer{d: d, images: images, anchors: map[string]string{}, fnNumber: map[int]int{}}
+	r := &writer{d: d, images: images, fnNumber: map[int]int{}}
 	r.texWriter.b = make([]byte, 0, len(d.src)*2+4096)
 	r.firstBreak, r.everyBreak = 20, 6
 
@@ -66,14 +66,16 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 	}
 	r.sectionBase = 7
 	headings := 0
-	_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if h, ok := n.(*ast.Heading); entering && ok && n != r.skip {
-			headings++
-			r.sectionBase = min(r.sectionBase, h.Level)
-			r.anchor(h)
+	r.anchors = make(map[string]string, len(d.heads))
+	r.dests = make(map[*ast.Heading]string, len(d.heads))
+	for _, h := range d.heads {
+		if ast.Node(h.node) == r.skip {
+			continue
 		}
-		return ast.WalkContinue, nil
-	})
+		headings++
+		r.sectionBase = min(r.sectionBase, h.node.Level)
+		r.anchor(h)
+	}
 
 	r.docinfo(meta)
 	if meta.NumberSections {
@@ -118,6 +120,7 @@ type writer struct {
 	skip        ast.Node          // the heading shown as the title
 	sectionBase int               // heading level written as \section
 	anchors     map[string]string // heading slug -> PDF destination name
+	dests       map[*ast.Heading]string
 	fnNumber    map[int]int       // footnote index -> number it was given
 	fnCount     int               // footnote numbers given so far
 	pending     []pendingNote     // footnotes to typeset after this block
@@ -347,11 +350,11 @@ func (r *writer) onlyImages(n ast.Node) bool {
 
 // anchor gives a heading a PDF destination named after its GitHub-style
 // slug, so that `[x](#slug)` links reach it.
-func (r *writer) anchor(h *ast.Heading) {
+func (r *writer) anchor(h heading) {
 	// GitHub's slug: lower case, letters, digits, hyphens; spaces become
 	// hyphens, everything else goes.
 	var sb strings.Builder
-	for _, c := range strings.ToLower(r.d.plain(h)) {
+	for _, c := range strings.ToLower(h.plain) {
 		switch {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
 			sb.WriteRune(c)
@@ -370,8 +373,19 @@ func (r *writer) anchor(h *ast.Heading) {
 		}
 		slug = base + "-" + strconv.Itoa(i)
 	}
-	r.anchors[slug] = fmt.Sprintf("op.%d", len(r.anchors)+1)
-	h.SetAttributeString("opdest", []byte(r.anchors[slug]))
+	dest := "op." + strconv.Itoa(len(r.anchors)+1)
+	r.anchors[slug] = dest
+	r.dests[h.node] = dest
+}
+
+// plainOf returns the plain text of a heading, computed by Parse.
+func (r *writer) plainOf(n *ast.Heading) string {
+	for _, h := range r.d.heads {
+		if h.node == n {
+			return h.plain
+		}
+	}
+	return cleanLine(r.d.plain(n))
 }
 
 func (r *writer) headingBlock(h *ast.Heading) {
@@ -391,15 +405,15 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	r.inlines(h)
 	r.quiet = false
 	r.raw(`}{`)
-	plain := []rune(cleanLine(r.d.plain(h)))
+	plain := []rune(r.plainOf(h))
 	if len(plain) > maxBookmark {
 		plain = append(plain[:maxBookmark], '…')
 	}
 	r.text(string(plain), modePlain)
 	r.raw(`}]{`)
 	r.word = 0
-	if dest, ok := h.AttributeString("opdest"); ok {
-		r.raw(`\opanchor{` + string(dest.([]byte)) + `}`)
+	if dest, ok := r.dests[h]; ok {
+		r.raw(`\opanchor{` + dest + `}`)
 	}
 	r.inlines(h)
 	r.heading = false
@@ -718,11 +732,16 @@ func (r *writer) hardBreak() {
 func (r *writer) inline(n ast.Node) {
 	switch n := n.(type) {
 	case *ast.Text:
-		for i, piece := range textPieces(n.Segment.Value(r.d.src)) {
-			if i > 0 {
-				r.hardBreak()
+		v := n.Segment.Value(r.d.src)
+		if plainASCII(v) {
+			r.escBytes(v)
+		} else {
+			for i, piece := range textPieces(v) {
+				if i > 0 {
+					r.hardBreak()
+				}
+				r.text(piece, modeText)
 			}
-			r.text(piece, modeText)
 		}
 		switch {
 		case n.HardLineBreak():
@@ -732,6 +751,16 @@ func (r *writer) inline(n ast.Node) {
 		}
 	case *ast.String:
 		r.text(string(clean(n.Value)), modeText)
+	case *extast.TaskCheckBox:
+		// Shown as the item's label.
+	default:
+		r.inlineOther(n)
+	}
+}
+
+// inlineOther writes every inline node but text.
+func (r *writer) inlineOther(n ast.Node) {
+	switch n := n.(type) {
 	case *ast.CodeSpan:
 		r.raw(`\optt{`)
 		var b strings.Builder
@@ -791,8 +820,6 @@ func (r *writer) inline(n ast.Node) {
 		r.text(string(clean([]byte(b.String()))), modeText)
 	case *extast.FootnoteLink:
 		r.footnoteRef(n)
-	case *extast.TaskCheckBox:
-		// Shown as the item's label.
 	default:
 		r.inlines(n)
 	}
