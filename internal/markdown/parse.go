@@ -284,7 +284,11 @@ func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Text:
-			b.WriteString(d.textValue(c))
+			if v := c.Segment.Value(d.src); plainASCII(v) {
+				b.Write(v)
+			} else {
+				b.WriteString(d.textValue(c))
+			}
 			if c.SoftLineBreak() || c.HardLineBreak() {
 				b.WriteByte(' ')
 			}

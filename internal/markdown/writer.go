@@ -121,9 +121,9 @@ type writer struct {
 	sectionBase int               // heading level written as \section
 	anchors     map[string]string // heading slug -> PDF destination name
 	dests       map[*ast.Heading]string
-	fnNumber    map[int]int       // footnote index -> number it was given
-	fnCount     int               // footnote numbers given so far
-	pending     []pendingNote     // footnotes to typeset after this block
+	fnNumber    map[int]int   // footnote index -> number it was given
+	fnCount     int           // footnote numbers given so far
+	pending     []pendingNote // footnotes to typeset after this block
 
 	listDepth  int  // open list-like environments (lists, quotes, toggles)
 	frameDepth int  // open notice frames
