@@ -3,7 +3,10 @@ package markdown
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/yuin/goldmark/text"
 
 	"github.com/outprint/outprint/internal/testenv"
 )
@@ -34,6 +37,59 @@ func BenchmarkLaTeX(b *testing.B) {
 		if _, err := d.LaTeX(meta, images); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLaTeXNoCode is BenchmarkLaTeX on the handbook without its
+// code blocks: the writer's own speed, without chroma's highlighting.
+func BenchmarkLaTeXNoCode(b *testing.B) {
+	shared := testenv.SharedDir(b, "../..")
+	if shared == "" {
+		testenv.Missing(b, "../shared/corpus/handbook.md")
+	}
+	src, err := os.ReadFile(filepath.Join(shared, "corpus", "handbook.md"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(src)
+	for {
+		i := strings.Index(s, "```")
+		j := strings.Index(s[i+3:], "```")
+		if i < 0 || j < 0 {
+			break
+		}
+		s = s[:i] + s[i+3+j+3:]
+	}
+	src = []byte(s)
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := Parse(src, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.LaTeX(Meta{Title: "Platform Engineering Handbook", TOC: true}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGoldmark is the floor: goldmark's own parse of the handbook
+// with the same extensions, nothing else.
+func BenchmarkGoldmark(b *testing.B) {
+	shared := testenv.SharedDir(b, "../..")
+	if shared == "" {
+		testenv.Missing(b, "../shared/corpus/handbook.md")
+	}
+	src, err := os.ReadFile(filepath.Join(shared, "corpus", "handbook.md"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := newParser()
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Parse(text.NewReader(src))
 	}
 }
 
