@@ -227,6 +227,7 @@ func TestEscapes(t *testing.T) {
 		{`\ { } $ & # % _ ^ ~`, `\textbackslash{} \{ \} \$ \& \# \% \_ \textasciicircum{} \textasciitilde{}`},
 		{`[ ] " < > | ` + "`", `{[} {]} \textquotedbl{} \textless{} \textgreater{} \textbar{} \textasciigrave{}`},
 		{"^^5c --", `\textasciicircum{}\textasciicircum{}5c -{}-`},
+		{"a ,, b '' c", `a ,{}, b '{}' c`},
 	} {
 		var w texWriter
 		w.text(c.in, modeText)

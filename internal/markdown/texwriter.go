@@ -189,9 +189,10 @@ func (w *texWriter) esc(s string, m textMode) {
 			if e := asciiEsc[c]; e != "" {
 				w.b = append(w.b, e...)
 				w.col += len(e)
-			} else if c == '-' && i+1 < len(s) && s[i+1] == '-' {
-				// Keep "--" two hyphens: TeX's ligature would print a dash.
-				w.b = append(w.b, "-{}"...)
+			} else if (c == '-' || c == ',' || c == '\'') && i+1 < len(s) && s[i+1] == c {
+				// "--", ",," and "''" stay two characters: the font's TeX
+				// ligatures would print a dash or a quotation mark.
+				w.b = append(w.b, c, '{', '}')
 				w.col += 3
 			} else {
 				w.b = append(w.b, c)
@@ -255,8 +256,8 @@ func (w *texWriter) escBytes(v []byte) {
 		case e != "":
 			w.b = append(w.b, e...)
 			w.col += len(e)
-		case c == '-' && i+1 < len(v) && v[i+1] == '-':
-			w.b = append(w.b, "-{}"...)
+		case (c == '-' || c == ',' || c == '\'') && i+1 < len(v) && v[i+1] == c:
+			w.b = append(w.b, c, '{', '}')
 			w.col += 3
 		default:
 			w.b = append(w.b, c)
