@@ -337,10 +337,13 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	state, cause := wp.p.wait(ctx, wp.dir, p.cfg.Runner.ScratchBytes, inputs)
 	out.engine = time.Since(goAt)
 	rep.close()
-	out.cpu = cpuTime(state)
+	out.cpu = wp.p.cpu()
 	li, logText := readLog(wp.dir, wp.nonce)
 	out.li, out.log = li, logText
-	return out, classify(cause, state, li, wp.p.output(), wp.dir)
+	if err := classify(cause, state, li, wp.p.output(), wp.dir); err != nil {
+		return out, err
+	}
+	return out, wp.p.followerError()
 }
 
 // carryOver copies what a second run needs from the first run's folder:
@@ -653,7 +656,12 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		lw.line(s)
 	}
 	timeout := cpuSeconds(p.cfg.WarmupTimeout + p.cfg.Runner.Timeout)
-	proc, err := p.sb.start(dir, p.sb.args(fmtPath), timeout, onLine)
+	var proc *proc
+	if p.sb.xdvipdfmx != "" {
+		proc, err = p.startWithDriver(dir, fmtPath, timeout, onLine)
+	} else {
+		proc, err = p.sb.start(dir, p.sb.args(fmtPath, ""), timeout, onLine)
+	}
 	if err != nil {
 		wp.fifo.Close()
 		return fail(err)
@@ -665,6 +673,9 @@ func (p *Pool) warmUp(wp *warmProc) error {
 	select {
 	case <-wp.ready:
 		wp.warmCPU = procCPU(proc.pid)
+		if proc.follower != nil {
+			wp.warmCPU += procCPU(proc.follower.pid)
+		}
 		return nil
 	case <-proc.exited:
 	case <-timer.C:
@@ -683,6 +694,37 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		}
 	}
 	return fail(cause)
+}
+
+// startWithDriver starts XeLaTeX with xdvipdfmx already running beside
+// it. XeLaTeX normally starts xdvipdfmx at the first page it ships, and
+// xdvipdfmx then spends tens of milliseconds reading its configuration,
+// font maps and glyph lists: render time. Started with the warm process, it
+// does that while the process warms up and then waits on its stdin, a pipe.
+// XeLaTeX's output driver becomes `cat >&3`, which copies the XDV into the
+// pipe (fd 3); the rest of the command XeLaTeX builds (-o "main.pdf") is a
+// shell comment. xdvipdfmx is a follower in XeLaTeX's process group, so it
+// is killed with it, and it ends when XeLaTeX (and cat) close the pipe.
+func (p *Pool) startWithDriver(dir, fmtPath string, cpu uint64, onLine func(string)) (*proc, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("driver pipe: %w", err)
+	}
+	tex, err := p.sb.startProgram(dir, p.sb.program, p.sb.args(fmtPath, "cat >&3 #"), cpu, onLine, spawn{extra: []*os.File{w}})
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	dv, err := p.sb.startProgram(dir, p.sb.xdvipdfmx, []string{"-q", "-E", "-o", "main.pdf"}, cpu, nil, spawn{stdin: r, pgid: tex.pid})
+	r.Close()
+	if err != nil {
+		tex.killGroup()
+		tex.reap()
+		return nil, err
+	}
+	tex.follower = dv
+	return tex, nil
 }
 
 // format returns the path of prof's format (without ".fmt") to pass to

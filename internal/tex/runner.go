@@ -96,8 +96,15 @@ func newSandbox(cfg RunnerConfig) (sandbox, error) {
 	// XeLaTeX starts xdvipdfmx through /bin/sh; both live next to it or
 	// in the system directories.
 	path := filepath.Dir(prog) + ":/usr/local/bin:/usr/bin:/bin"
+	driver := ""
+	for _, dir := range filepath.SplitList(path) {
+		if fi, err := os.Stat(filepath.Join(dir, "xdvipdfmx")); err == nil && fi.Mode()&0o111 != 0 {
+			driver = filepath.Join(dir, "xdvipdfmx")
+			break
+		}
+	}
 	return sandbox{
-		program: prog, path: path, memoryBytes: cfg.MemoryBytes,
+		program: prog, xdvipdfmx: driver, path: path, memoryBytes: cfg.MemoryBytes,
 		processes: cfg.Processes, scratchBytes: cfg.ScratchBytes,
 	}, nil
 }
@@ -165,7 +172,7 @@ func (r *Runner) once(ctx context.Context, dir, nonce string, inputs map[string]
 	var docStart time.Time
 	startMark := marker(nonce) + "start"
 	lines := &lineWatcher{nonce: nonce, pages: rep.report, onStart: func() { docStart = time.Now() }, startMark: startMark}
-	p, err := r.sb.start(dir, r.sb.args(""), cpuSeconds(r.cfg.Timeout), lines.line)
+	p, err := r.sb.start(dir, r.sb.args("", ""), cpuSeconds(r.cfg.Timeout), lines.line)
 	if err != nil {
 		rep.close()
 		return runResult{}, logInfo{}, err
@@ -173,7 +180,7 @@ func (r *Runner) once(ctx context.Context, dir, nonce string, inputs map[string]
 	state, cause := p.wait(ctx, dir, r.cfg.ScratchBytes, inputs)
 	end := time.Now()
 	rep.close()
-	rr := runResult{cpu: cpuTime(state)}
+	rr := runResult{cpu: p.cpu()}
 	lines.mu.Lock()
 	if !docStart.IsZero() {
 		rr.engine = end.Sub(docStart)

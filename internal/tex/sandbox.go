@@ -22,6 +22,7 @@ import (
 // sees and the rlimits it gets.
 type sandbox struct {
 	program      string // absolute path of xelatex
+	xdvipdfmx    string // absolute path of xdvipdfmx, "" if not found
 	path         string // PATH inside the sandbox
 	memoryBytes  uint64
 	processes    uint64
@@ -65,12 +66,17 @@ func (s *sandbox) env(dir string) []string {
 
 // args are the flags of SPEC §7. The explicit -fmt (and -no-parse-first-line)
 // keep a "%&format" first line of the preamble from choosing a format.
-func (s *sandbox) args(format string) []string {
+// driver, when set, replaces XeLaTeX's output driver (see Pool.warmUp).
+func (s *sandbox) args(format, driver string) []string {
 	if format == "" {
 		format = "xelatex"
 	}
-	return []string{
-		"-fmt=" + format,
+	var out []string
+	if driver != "" {
+		out = append(out, "-output-driver="+driver)
+	}
+	return append(out,
+		"-fmt="+format,
 		"-no-parse-first-line",
 		"-no-shell-escape",
 		"-no-mktex=tfm",
@@ -79,13 +85,15 @@ func (s *sandbox) args(format string) []string {
 		"-halt-on-error",
 		"-file-line-error",
 		"main.tex",
-	}
+	)
 }
 
-// proc is one started TeX process group.
+// proc is one started process: a TeX process, leader of its own process
+// group, or a follower in the group of another.
 type proc struct {
 	cmd      *exec.Cmd
 	pid      int
+	pgid     int // the process group: pid for a leader
 	started  time.Time
 	exited   chan struct{} // closed by the waiter goroutine when the leader has exited (not reaped yet)
 	readDone chan struct{} // closed by the reader goroutine at the end of the output
@@ -93,6 +101,18 @@ type proc struct {
 
 	mu   sync.Mutex
 	tail []byte // the last outputTail bytes of stdout+stderr
+
+	// follower is a process of the leader's group that finishes the
+	// leader's work after it (the pre-started xdvipdfmx of a warm
+	// process): wait waits for it too, reap reaps it first.
+	follower *proc
+}
+
+// spawn are the extras of a process started by startProgram.
+type spawn struct {
+	stdin *os.File   // nil: /dev/null
+	extra []*os.File // become fds 3, 4, ...
+	pgid  int        // join this process group; 0: lead a new one
 }
 
 const outputTail = 16 << 10
@@ -114,30 +134,43 @@ const outputTail = 16 << 10
 // not enforced for root (CAP_SYS_RESOURCE); in a container running as root
 // a pids cgroup is the bound that holds.
 func (s *sandbox) start(dir string, args []string, cpuSeconds uint64, onLine func(string)) (*proc, error) {
+	return s.startProgram(dir, s.program, args, cpuSeconds, onLine, spawn{})
+}
+
+// startProgram is start for any program of the sandbox, with extra files
+// and, for a follower, the process group to join.
+func (s *sandbox) startProgram(dir, program string, args []string, cpuSeconds uint64, onLine func(string), sp spawn) (*proc, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
-	cmd := exec.Command(s.program, args...)
+	cmd := exec.Command(program, args...)
 	cmd.Dir = dir
 	cmd.Env = s.env(dir)
-	cmd.Stdin = nil // /dev/null: TeX can never wait at a prompt
+	if sp.stdin != nil {
+		cmd.Stdin = sp.stdin
+	} // else /dev/null: TeX can never wait at a prompt
 	cmd.Stdout = pw
 	cmd.Stderr = pw
+	cmd.ExtraFiles = sp.extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true,
-		// If outprint itself dies, the kernel kills the group's leader.
+		Pgid:    sp.pgid,
+		// If outprint itself dies, the kernel kills the process.
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
-		return nil, fmt.Errorf("start %s: %w", s.program, err)
+		return nil, fmt.Errorf("start %s: %w", program, err)
 	}
 	pw.Close()
 	p := &proc{
-		cmd: cmd, pid: cmd.Process.Pid, started: time.Now(),
+		cmd: cmd, pid: cmd.Process.Pid, pgid: sp.pgid, started: time.Now(),
 		exited: make(chan struct{}), readDone: make(chan struct{}), out: pr,
+	}
+	if p.pgid == 0 {
+		p.pgid = p.pid
 	}
 	// The waiter goroutine is owned by the proc: it ends when the leader
 	// exits, which every path guarantees by killing the group.
@@ -221,27 +254,36 @@ func (p *proc) read(onLine func(string)) {
 	}
 }
 
-// output returns the tail of the process's output.
+// output returns the tail of the output of the process and its follower.
 func (p *proc) output() string {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	t := p.tail
 	if len(t) > outputTail {
 		t = t[len(t)-outputTail:]
 	}
-	return string(t)
+	out := string(t)
+	p.mu.Unlock()
+	if p.follower != nil {
+		out += p.follower.output()
+	}
+	return out
 }
 
 // killGroup sends SIGKILL to every process of the group.
 func (p *proc) killGroup() {
-	_ = unix.Kill(-p.pid, unix.SIGKILL)
+	_ = unix.Kill(-p.pgid, unix.SIGKILL)
 }
 
-// reap kills whatever is left of the group, reaps the leader and waits for
-// the output to end. It must be called exactly once, after exited is closed.
+// reap kills whatever is left of the group, reaps the follower and then
+// the process (a leader last: while it is unreaped the group id cannot be
+// reused) and waits for their output to end. It must be called exactly
+// once, when the process has exited or its group has been killed.
 func (p *proc) reap() *os.ProcessState {
 	<-p.exited
 	p.killGroup()
+	if f := p.follower; f != nil {
+		f.reap()
+	}
 	_ = p.cmd.Wait() // the exit status is in ProcessState
 	select {
 	case <-p.readDone:
@@ -251,6 +293,25 @@ func (p *proc) reap() *os.ProcessState {
 		<-p.readDone
 	}
 	return p.cmd.ProcessState
+}
+
+// cpu is the CPU time of the reaped process, its waited-for children and
+// its follower.
+func (p *proc) cpu() time.Duration {
+	d := cpuTime(p.cmd.ProcessState)
+	if p.follower != nil {
+		d += p.follower.cpu()
+	}
+	return d
+}
+
+// followerError reports a reaped follower that failed.
+func (p *proc) followerError() error {
+	f := p.follower
+	if f == nil || f.cmd.ProcessState == nil || f.cmd.ProcessState.Success() {
+		return nil
+	}
+	return fmt.Errorf("%s failed (%v): %s", filepath.Base(f.cmd.Path), f.cmd.ProcessState, lastLines(f.output(), 3))
 }
 
 // errScratchFull is the cause when the scratch folder outgrew its bound.
@@ -263,22 +324,26 @@ var errScratchFull = errors.New("scratch folder full")
 func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs map[string]bool) (state *os.ProcessState, cause error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-loop:
-	for {
-		select {
-		case <-p.exited:
-			break loop
-		case <-ctx.Done():
-			cause = ctx.Err()
-			p.killGroup()
-			break loop
-		case <-tick.C:
-			if scratchSize(dir, inputs) > maxScratch {
-				cause = errScratchFull
-				p.killGroup()
-				break loop
+	waitFor := func(exited <-chan struct{}) error {
+		for {
+			select {
+			case <-exited:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+				if scratchSize(dir, inputs) > maxScratch {
+					return errScratchFull
+				}
 			}
 		}
+	}
+	cause = waitFor(p.exited)
+	if cause == nil && p.follower != nil {
+		cause = waitFor(p.follower.exited)
+	}
+	if cause != nil {
+		p.killGroup()
 	}
 	return p.reap(), cause
 }
