@@ -292,14 +292,13 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	defer p.release(wp)
 	defer wp.fifo.Close()
 
-	select {
-	case <-wp.p.exited:
+	if wp.p.gone() {
+		wp.p.killGroup()
 		wp.p.reap()
 		p.mu.Lock()
 		p.stats.Failures++
 		p.mu.Unlock()
 		return out, errProcGone
-	default:
 	}
 	inputs, err := placeFiles(wp.dir, job.Files)
 	if err == nil && prevDir != "" {
@@ -562,6 +561,8 @@ func (p *Pool) tend(wp *warmProc) {
 		return
 	case <-wp.p.exited:
 		died = true
+	case <-wp.p.followerExited():
+		died = true
 	case <-idle.C:
 	case <-p.stop:
 	}
@@ -678,6 +679,7 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		}
 		return nil
 	case <-proc.exited:
+	case <-proc.followerExited():
 	case <-timer.C:
 		cause = fmt.Errorf("not warm after %v", p.cfg.WarmupTimeout)
 	case <-p.stop:

@@ -62,11 +62,15 @@ func running(pid int) bool {
 	return i < 0 || !strings.HasPrefix(string(b[i+1:]), " Z")
 }
 
-// idleTeX returns the pids of warm processes: TeX processes whose folder
-// has no body.tex yet.
-func idleTeX(root string) []int {
+// idleTeX returns the pids of warm processes named comm (any when ""):
+// processes whose folder has no body.tex yet.
+func idleTeX(root, comm string) []int {
 	var pids []int
-	for _, pid := range pidsOf(procsUnder(root)) {
+	for _, proc := range procsUnder(root) {
+		if comm != "" && !strings.HasSuffix(proc, " "+comm) {
+			continue
+		}
+		pid := pidsOf([]string{proc})[0]
 		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
 		if err != nil {
 			continue
@@ -110,28 +114,34 @@ func TestPoolReplacementAfterUse(t *testing.T) {
 	}
 }
 
+// TestPoolDeathWhileIdle kills a warm process (XeLaTeX, or the xdvipdfmx
+// waiting beside it): the pool notices, replaces it, and renders fine.
 func TestPoolDeathWhileIdle(t *testing.T) {
-	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
-	waitFor(t, "a warm process", func() bool { return p.Stats().Warm == 1 && len(idleTeX(p.cfg.Runner.TempDir)) > 0 })
-	victims := idleTeX(p.cfg.Runner.TempDir)
-	for _, pid := range victims {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	waitFor(t, "the failure to be noticed", func() bool { return p.Stats().Failures >= 1 })
-	waitFor(t, "a new warm process", func() bool { return p.Stats().Warm == 1 })
-	for _, pid := range idleTeX(p.cfg.Runner.TempDir) {
-		for _, v := range victims {
-			if pid == v {
-				t.Errorf("killed process %d is still listed", pid)
+	for _, victim := range []string{"xelatex", "xdvipdfmx"} {
+		t.Run(victim, func(t *testing.T) {
+			p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+			root := p.cfg.Runner.TempDir
+			var victims []int
+			waitFor(t, "a warm "+victim, func() bool {
+				victims = idleTeX(root, victim)
+				return p.Stats().Warm == 1 && len(victims) == 1
+			})
+			syscall.Kill(victims[0], syscall.SIGKILL)
+			waitFor(t, "the failure to be noticed", func() bool { return p.Stats().Failures == 1 })
+			waitFor(t, "a new warm process", func() bool { return p.Stats().Warm == 1 })
+			for _, pid := range idleTeX(root, "") {
+				if pid == victims[0] {
+					t.Errorf("killed process %d is still there", pid)
+				}
 			}
-		}
-	}
-	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "After a death.\n"})
-	if err != nil {
-		t.Fatalf("Run after the death = %v", err)
-	}
-	if got := pdfText(t, res.PDF); !strings.Contains(got, "After a death.") {
-		t.Errorf("pdftotext = %q", got)
+			res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "After a death.\n"})
+			if err != nil {
+				t.Fatalf("Run after the death = %v", err)
+			}
+			if got := pdfText(t, res.PDF); !strings.Contains(got, "After a death.") {
+				t.Errorf("pdftotext = %q", got)
+			}
+		})
 	}
 }
 
@@ -158,7 +168,7 @@ func TestPoolHangKilledByTimeout(t *testing.T) {
 	}
 	// Only warm processes are left; none has a document.
 	waitFor(t, "the pool to settle", func() bool { return p.Stats().Busy == 0 })
-	if busy := len(procsUnder(p.cfg.Runner.TempDir)) - len(idleTeX(p.cfg.Runner.TempDir)); busy != 0 {
+	if busy := len(procsUnder(p.cfg.Runner.TempDir)) - len(idleTeX(p.cfg.Runner.TempDir, "")); busy != 0 {
 		t.Errorf("%d TeX processes with a document left after the timeout: %v", busy, procsUnder(p.cfg.Runner.TempDir))
 	}
 	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "Still fine.\n"})
@@ -191,7 +201,7 @@ func TestPoolCancelKillsGroup(t *testing.T) {
 	}
 	all := pidsOf(procsUnder(p.cfg.Runner.TempDir))
 	idle := map[int]bool{}
-	for _, pid := range idleTeX(p.cfg.Runner.TempDir) {
+	for _, pid := range idleTeX(p.cfg.Runner.TempDir, "") {
 		idle[pid] = true
 	}
 	var busy []int

@@ -295,6 +295,27 @@ func (p *proc) reap() *os.ProcessState {
 	return p.cmd.ProcessState
 }
 
+// followerExited is closed when the follower has exited; nil (never
+// ready) without a follower.
+func (p *proc) followerExited() <-chan struct{} {
+	if p.follower == nil {
+		return nil
+	}
+	return p.follower.exited
+}
+
+// gone reports whether the process or its follower has exited.
+func (p *proc) gone() bool {
+	select {
+	case <-p.exited:
+		return true
+	case <-p.followerExited():
+		return true
+	default:
+		return false
+	}
+}
+
 // cpu is the CPU time of the reaped process, its waited-for children and
 // its follower.
 func (p *proc) cpu() time.Duration {
