@@ -37,6 +37,7 @@ var goldenCases = []struct {
 	{"scripts", Options{}, Meta{Title: "Scripts 日本語", Language: "ja"}},
 	{"title", Options{}, Meta{Title: "The Title", Subtitle: "A subtitle", TOC: true}},
 	{"nesting", Options{}, Meta{Title: "Nesting"}},
+	{"decorations", Options{}, Meta{Title: "Decorations"}},
 }
 
 // render writes a golden document's body followed by its warnings as TeX

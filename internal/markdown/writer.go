@@ -134,6 +134,7 @@ type writer struct {
 	ulem       int  // inside \opul, \opst or \ophl
 	link       bool // inside link text
 	caption    bool // inside an image caption (a minipage)
+	args       int  // open macro arguments around inline text (\textbf{…}, \href{…}{…}): no \par there
 	quiet      bool // writing text a second time: no warnings
 }
 
@@ -790,7 +791,7 @@ func (r *writer) inlineOther(n ast.Node) {
 		if f == "" {
 			return
 		}
-		if n.Display && !r.heading && r.ulem == 0 && !r.cell {
+		if n.Display && !r.heading && r.ulem == 0 && !r.cell && r.args == 0 {
 			r.raw(`\[`)
 			r.formula(f)
 			r.raw(`\]`)
@@ -834,7 +835,9 @@ func isBr(tag string) bool {
 // group writes open, the children and a closing brace.
 func (r *writer) group(open string, n ast.Node) {
 	r.raw(open)
+	r.args++
 	r.inlines(n)
+	r.args--
 	r.raw(`}`)
 }
 
@@ -849,16 +852,39 @@ func (r *writer) decorated(cmd string, n ast.Node) {
 	}
 	r.raw(cmd + `{`)
 	r.ulem++
+	r.args++
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		if _, ok := c.(*ast.Text); ok {
+		switch c.(type) {
+		case *ast.Text:
 			r.inline(c)
-		} else {
+		case *ast.Link, *ast.AutoLink, *ast.CodeSpan:
+			if r.ulem > 1 {
+				r.raw(`{`)
+				r.inline(c)
+				r.raw(`}`)
+				break
+			}
+			// A link or code span would be one unbreakable box in ulem,
+			// possibly wider than the line: it is set between two
+			// decorated runs instead, not decorated itself.
+			r.raw(`}`)
+			r.ulem--
+			r.inline(c)
+			r.ulem++
+			r.raw(cmd + `{`)
+		default:
+			// A box cannot break anyway, and ulem's \penalty inside a
+			// group of the box unbalances its groups: no \opbr in it.
+			saved := r.firstBreak
+			r.firstBreak = 0
 			r.raw(`{`)
 			r.inline(c)
 			r.raw(`}`)
+			r.firstBreak = saved
 		}
 		r.soft()
 	}
+	r.args--
 	r.ulem--
 	r.raw(`}`)
 }
@@ -884,7 +910,7 @@ func (r *writer) footnoteRef(n *extast.FootnoteLink) {
 	r.fnCount++
 	num := r.fnCount
 	r.fnNumber[n.Index] = num
-	if r.heading || r.cell || r.ulem > 0 || r.footnote || r.frameDepth > 0 || r.caption || r.link {
+	if r.heading || r.cell || r.ulem > 0 || r.footnote || r.frameDepth > 0 || r.caption || r.link || r.args > 0 {
 		r.raw(`\opfnmark{` + strconv.Itoa(num) + `}`)
 		r.pending = append(r.pending, pendingNote{num, fn})
 		return
@@ -912,7 +938,7 @@ func (r *writer) noteBody(fn *extast.Footnote) {
 // flushNotes typesets the footnotes whose references could not hold them,
 // once the writer is back where \footnotetext may go.
 func (r *writer) flushNotes() {
-	if r.heading || r.cell || r.ulem > 0 || r.footnote || r.frameDepth > 0 || r.caption || r.link {
+	if r.heading || r.cell || r.ulem > 0 || r.footnote || r.frameDepth > 0 || r.caption || r.link || r.args > 0 {
 		return
 	}
 	for len(r.pending) > 0 {
@@ -1041,7 +1067,9 @@ func (r *writer) hyper(t target, body func()) {
 	case t.dest != "":
 		r.link = true
 		r.raw(`\hyperlink{` + t.dest + `}{`)
+		r.args++
 		body()
+		r.args--
 		r.raw(`}`)
 		r.link = false
 	default:
@@ -1063,7 +1091,9 @@ func (r *writer) hyper(t target, body func()) {
 			u = u[cut:]
 		}
 		r.raw(u + `}{`)
+		r.args++
 		body()
+		r.args--
 		r.raw(`}`)
 		r.link = false
 	}

@@ -114,16 +114,17 @@ func TestXeLaTeXGolden(t *testing.T) {
 		t.Skip("compiles TeX")
 	}
 	want := map[string][]string{
-		"inline":    {"underline", "report.pdf (100 KB)", "Jane Doe", "run action", `\backslash`, "{braces}"},
-		"blocks":    {"nested quote", "starts at seven", "HTML block printed literally", `\end{Verbatim}`},
-		"dialect":   {"Info", "Warning", "Tip", "Success", "A nested toggle", "After the page break"},
-		"tables":    {"Centre", "empty first", "Averyveryveryverylongcell"},
-		"images":    {"A chart with a size hint", "Missing image prints its text"},
-		"footnotes": {"The first note", "{unbalanced", "A heading inside a note"},
-		"hostile":   {`\input{/etc/passwd}`, `^^5cinput`, `\end{document}`, "quote twelve deep", "12"},
-		"scripts":   {"Größere", "Καλώς", "Добро"},
-		"title":     {"The Title", "A subtitle", "Only section"},
-		"nesting":   {"in a list", "code in a quote", "Heading in a notice", "notice in a toggle", "notice in a quote in an item"},
+		"inline":      {"underline", "report.pdf (100 KB)", "Jane Doe", "run action", `\backslash`, "{braces}"},
+		"blocks":      {"nested quote", "starts at seven", "HTML block printed literally", `\end{Verbatim}`},
+		"dialect":     {"Info", "Warning", "Tip", "Success", "A nested toggle", "After the page break"},
+		"tables":      {"Centre", "empty first", "Averyveryveryverylongcell"},
+		"images":      {"A chart with a size hint", "Missing image prints its text"},
+		"footnotes":   {"The first note", "{unbalanced", "A heading inside a note"},
+		"hostile":     {`\input{/etc/passwd}`, `^^5cinput`, `\end{document}`, "quote twelve deep", "12"},
+		"scripts":     {"Größere", "Καλώς", "Добро"},
+		"title":       {"The Title", "A subtitle", "Only section"},
+		"decorations": {"underlined", "forever/and/ever/index.html", "footnote1", "Heading with code"},
+		"nesting":     {"in a list", "code in a quote", "Heading in a notice", "notice in a toggle", "notice in a quote in an item"},
 	}
 	dir := t.TempDir()
 	writeTestImages(t, dir)
