@@ -74,8 +74,8 @@ func columnWidths(lengths [][]int, words []int, ncol int, capacity float64) []fl
 	return want
 }
 
-// longestWord returns the rune count of the longest space-separated word.
-func longestWord(s string) int {
+// cellLongestWord returns the rune count of the longest space-separated word.
+func cellLongestWord(s string) int {
 	longest, n := 0, 0
 	for _, c := range s {
 		if c == ' ' || c == '\t' || c == '\n' {
@@ -106,7 +106,7 @@ func (r *writer) table(t *extast.Table) {
 		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
 			text := r.d.plain(c)
 			lengths[i] = append(lengths[i], utf8.RuneCountInString(text))
-			words[j] = max(words[j], longestWord(text))
+			words[j] = max(words[j], cellLongestWord(text))
 			j++
 		}
 	}
