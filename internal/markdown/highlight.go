@@ -54,14 +54,30 @@ const HighlightPreamble = `% Code blocks (markdown.HighlightCode): escaped chara
 \newcommand\optkgh[1]{\textbf{#1}}
 `
 
-// verbatimBegin opens the block. The options are the safety of the
-// format: commandchars makes our macros work, the break options keep long
-// lines on the page.
-const verbatimBegin = `\begin{Verbatim}[commandchars=\\\{\},breaklines,breakanywhere,breaknonspaceingroup]`
+// The lines that open the block. commandchars makes our macros work;
+// breaklines breaks long lines at spaces, also inside the style macros.
+// A block with a long word (a URL, a long string) also needs breaks
+// anywhere, inside the macros too; that costs XeLaTeX about 35 µs per
+// character of the block (a 1,000-line block of 1,000 characters: 35 s),
+// so it is only asked for when needed.
+const (
+	verbatimBegin         = `\begin{Verbatim}[commandchars=\\\{\},breaklines]`
+	verbatimBeginAnywhere = `\begin{Verbatim}[commandchars=\\\{\},breaklines,breakanywhere,breaknonspaceingroup]`
+)
+
+// maxWordCols is the longest run of non-space columns that breaks at
+// spaces alone are trusted to fit: about a third of a page's width.
+const maxWordCols = 40
 
 // tabWidth is the number of columns a tab advances to: code is printed,
 // and four columns keep nested code on the page.
 const tabWidth = 4
+
+// maxVerbatimCols bounds a line of the block: fvextra sets each line in a
+// box before it breaks it, and a box wider than TeX's largest dimension
+// (about 5.7 m, some 2,700 characters) is an error. A longer line is cut
+// into lines of this many columns.
+const maxVerbatimCols = 800
 
 // Bounds for highlighting: beyond them a block is printed plain (still
 // escaped). chroma's lexers are regular expressions with backtracking;
@@ -115,7 +131,11 @@ func HighlightCode(lang, code string) string {
 	code = cleanCode(code)
 	var b strings.Builder
 	b.Grow(len(code) * 2)
-	b.WriteString(verbatimBegin + "\n")
+	if longestWord(code) > maxWordCols {
+		b.WriteString(verbatimBeginAnywhere + "\n")
+	} else {
+		b.WriteString(verbatimBegin + "\n")
+	}
 	f := codeFormatter{b: &b}
 	tokens, ok := highlightTokens(lang, code)
 	if !ok {
@@ -155,9 +175,25 @@ func highlightTokens(lang, code string) ([]chroma.Token, bool) {
 	return tokens, true
 }
 
-// cleanCode normalizes line ends and drops the characters that have no
-// place in printed code: control characters other than tab and newline,
-// and the final newlines (the block ends its own last line).
+// longestWord returns the length in columns of the longest run of
+// characters other than spaces and tabs.
+func longestWord(code string) int {
+	longest, n := 0, 0
+	for _, r := range code {
+		if r == ' ' || r == '\t' || r == '\n' {
+			n = 0
+			continue
+		}
+		n++
+		longest = max(longest, n)
+	}
+	return longest
+}
+
+// cleanCode normalizes line ends, drops the characters that have no place
+// in printed code (control characters other than tab and newline, and the
+// final newlines: the block ends its own last line) and cuts lines longer
+// than maxVerbatimCols.
 func cleanCode(code string) string {
 	code = strings.ReplaceAll(code, "\r\n", "\n")
 	code = strings.Map(func(r rune) rune {
@@ -172,7 +208,29 @@ func cleanCode(code string) string {
 		}
 		return r
 	}, code)
-	return strings.TrimRight(code, "\n")
+	code = strings.TrimRight(code, "\n")
+	// Cut lines wider than maxVerbatimCols, counting tab stops.
+	var b strings.Builder
+	col := 0
+	for _, r := range code {
+		width := 1
+		switch r {
+		case '\n':
+			col, width = 0, 0
+		case '\t':
+			width = tabWidth - col%tabWidth
+		}
+		if col+width > maxVerbatimCols {
+			b.WriteByte('\n')
+			col = 0
+			if r == '\t' {
+				width = tabWidth
+			}
+		}
+		b.WriteRune(r)
+		col += width
+	}
+	return b.String()
 }
 
 // codeFormatter writes tokens line by line: a style macro must open and

@@ -60,13 +60,12 @@ func TestHighlightCode(t *testing.T) {
 		{"go", "// 日本語 ok", []string{`\opfontcjk{日本語}`}, nil},
 		{"", "code\n\n\n", []string{"code\n\\end{Verbatim}"}, nil},
 		{"GO", "package x", []string{`\optkkw{package}`}, nil},
+		{"", strings.Repeat("a", maxWordCols), []string{verbatimBegin + "\n"}, nil},
+		{"", strings.Repeat("a", maxWordCols+1), []string{verbatimBeginAnywhere + "\n"}, nil},
 	}
 	for _, tt := range tests {
 		got := HighlightCode(tt.lang, tt.code)
-		if !strings.HasPrefix(got, verbatimBegin+"\n") || !strings.HasSuffix(got, "\n\\end{Verbatim}\n") {
-			t.Errorf("HighlightCode(%q, %q) = %q, want one Verbatim block", tt.lang, tt.code, got)
-		}
-		body := strings.TrimSuffix(strings.TrimPrefix(got, verbatimBegin+"\n"), "\\end{Verbatim}\n")
+		body := blockBody(t, got)
 		for _, w := range tt.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("HighlightCode(%q, %q) = %q, want it to contain %q", tt.lang, tt.code, got, w)
@@ -77,6 +76,21 @@ func TestHighlightCode(t *testing.T) {
 				t.Errorf("HighlightCode(%q, %q) = %q, want no %q in the body", tt.lang, tt.code, got, n)
 			}
 		}
+	}
+}
+
+func TestHighlightCutsWideLines(t *testing.T) {
+	code := "x\n\t" + strings.Repeat("ab ", maxVerbatimCols)
+	body := blockBody(t, HighlightCode("", code))
+	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	for _, l := range lines {
+		if n := len([]rune(l)); n > maxVerbatimCols {
+			t.Errorf("HighlightCode: a line of %d columns, want at most %d", n, maxVerbatimCols)
+		}
+	}
+	want := "x\n    " + strings.Repeat("ab ", maxVerbatimCols)
+	if got := strings.Join(lines, ""); len(lines) != 5 || got != strings.ReplaceAll(want, "\n", "") {
+		t.Errorf("HighlightCode cut %q into %d lines %q, want 5 lines with the same text", code, len(lines), lines)
 	}
 }
 
@@ -104,8 +118,7 @@ func TestHighlightBodyIsSafe(t *testing.T) {
 	}
 	for _, in := range inputs {
 		for _, lang := range []string{"", "go", "latex", "bash", "python", "c"} {
-			out := HighlightCode(lang, in)
-			body := strings.TrimSuffix(strings.TrimPrefix(out, verbatimBegin+"\n"), "\\end{Verbatim}\n")
+			body := blockBody(t, HighlightCode(lang, in))
 			if strings.Contains(body, "^") {
 				t.Errorf("HighlightCode(%q, %q) leaves a ^: %q", lang, in, body)
 			}
@@ -140,6 +153,17 @@ func TestHighlightBodyIsSafe(t *testing.T) {
 	}
 }
 
+// blockBody returns what is between the lines that open and close the
+// Verbatim block, failing the test if the output is not one block.
+func blockBody(t *testing.T, out string) string {
+	t.Helper()
+	begin, body, ok := strings.Cut(out, "\n")
+	if !ok || (begin != verbatimBegin && begin != verbatimBeginAnywhere) || !strings.HasSuffix(body, "\\end{Verbatim}\n") {
+		t.Fatalf("HighlightCode output is not one Verbatim block: %q", out)
+	}
+	return strings.TrimSuffix(body, "\\end{Verbatim}\n")
+}
+
 // highlightDoc is the minimal document the brief names: fontspec, xcolor,
 // fvextra and HighlightPreamble (plus the fallback fonts code may need).
 func highlightDoc(blocks ...string) string {
@@ -148,7 +172,7 @@ func highlightDoc(blocks ...string) string {
 	b.WriteString("\\usepackage{xcolor}\n\\usepackage{fvextra}\n")
 	b.WriteString(FontPreamble(ScriptCJK | ScriptSymbols | ScriptEmoji))
 	b.WriteString(HighlightPreamble)
-	b.WriteString("\\begin{document}\n")
+	b.WriteString("\\pagestyle{empty}\n\\begin{document}\n")
 	for _, block := range blocks {
 		b.WriteString(block)
 		b.WriteString("\nAfter the block.\n\n")
@@ -196,6 +220,9 @@ func TestHighlightGoldenXeLaTeX(t *testing.T) {
 	}
 	long := "x := \"" + strings.Repeat("abcdefghij", 100) + "\" // " + strings.Repeat("{}", 50)
 	blocks = append(blocks, HighlightCode("go", long))
+	// Wider than TeX can box: cut into lines of maxVerbatimCols.
+	huge := strings.Repeat("ab ", 1500)
+	blocks = append(blocks, HighlightCode("", huge))
 	log, pdf := runXeLaTeX(t, highlightDoc(blocks...))
 	if strings.Contains(log, "Overfull \\hbox") {
 		t.Errorf("a code line runs off the page:\n%s", log)
@@ -216,7 +243,7 @@ func TestHighlightGoldenXeLaTeX(t *testing.T) {
 		return strings.NewReplacer(",→", "", "⌋", "").Replace(s)
 	}
 	text := squash(pdfText(t, pdf, "-raw"))
-	for _, code := range append(codes[:3], codes[3], long) {
+	for _, code := range append(codes[:4], long, huge) {
 		if !strings.Contains(text, squash(code)) {
 			t.Errorf("pdftotext output lacks the code %q:\n%s", code, text)
 		}

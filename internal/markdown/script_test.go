@@ -502,3 +502,69 @@ func TestRightToLeftOrderXeLaTeX(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFontGroupXeLaTeX measures what each font group costs a
+// XeLaTeX run: a one-line document with the group's fonts defined but
+// unused ("defined"), and with a few characters of each of its fonts set
+// ("used"), against the same document without fallback fonts ("none").
+// Besides wall time it reports the CPU time of the XeLaTeX process, which
+// other work on the machine disturbs less.
+//
+//	go test -run XXX -bench FontGroup -benchtime 5x ./internal/markdown
+func BenchmarkFontGroupXeLaTeX(b *testing.B) {
+	type benchCase struct {
+		name    string
+		scripts Scripts
+		text    string
+	}
+	groups := []struct {
+		name    string
+		scripts Scripts
+		text    string
+	}{
+		{"cjk", ScriptCJK, "日本語"}, {"arabic", ScriptArabic, "مرحبا"}, {"hebrew", ScriptHebrew, "שלום"},
+		{"devanagari", ScriptDevanagari, "नमस्ते"}, {"thai", ScriptThai, "ไทย"},
+		{"symbols", ScriptSymbols, "∑ ★ ☕"}, {"emoji", ScriptEmoji, "🚀"},
+	}
+	cases := []benchCase{{"none", 0, ""}}
+	var all Scripts
+	var allText strings.Builder
+	for _, g := range groups {
+		cases = append(cases, benchCase{g.name + "/defined", g.scripts, ""}, benchCase{g.name + "/used", g.scripts, g.text})
+		all |= g.scripts
+		allText.WriteString(g.text + " ")
+	}
+	cases = append(cases, benchCase{"all/defined", all, ""}, benchCase{"all/used", all, allText.String()})
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			var doc strings.Builder
+			doc.WriteString("\\documentclass{article}\n\\usepackage{fontspec}\n\\setmainfont{Noto Serif}\n")
+			doc.WriteString(FontPreamble(c.scripts))
+			doc.WriteString("\\begin{document}\nHello. ")
+			WriteRuns(&doc, SplitRuns(c.text), escapeTestText)
+			doc.WriteString("\n\\end{document}\n")
+			var cpu time.Duration
+			for b.Loop() {
+				cpu += benchXeLaTeX(b, doc.String())
+			}
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// benchXeLaTeX runs XeLaTeX on doc once, failing the benchmark on an
+// error, and returns the CPU time the process used.
+func benchXeLaTeX(b *testing.B, doc string) time.Duration {
+	b.Helper()
+	testenv.Require(b, "xelatex")
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "doc.tex"), []byte(doc), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("xelatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "doc.tex")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("xelatex: %v\n%s", err, out)
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
