@@ -143,7 +143,10 @@ func shuttingDown(ctx context.Context) bool {
 // with its whole chain.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
-	if clientGone(ctx) {
+	// A body read that timed out cancels the request's context in
+	// net/http as a vanished client would, but this client is still there
+	// and should hear why.
+	if clientGone(ctx) && !errors.Is(err, errBodyTimeout) {
 		// Nobody reads the answer; whatever failed, failed because the
 		// client left.
 		s.log.InfoContext(ctx, "client gone", "request_id", requestID(ctx), "err", err)

@@ -47,6 +47,8 @@ type envOptions struct {
 	keys map[string]string
 	// yaml, when set, is the whole configuration file instead of keys.
 	yaml string
+	// bodyTimeout is Config.BodyTimeout (0: the default).
+	bodyTimeout time.Duration
 	// wrap wraps the real pipeline's Render stage (fault injection,
 	// gates); nil renders directly.
 	wrap func(Renderer) Renderer
@@ -108,6 +110,8 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Observer:  m,
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+
+		BodyTimeout: o.bodyTimeout,
 	})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/limits"
@@ -223,4 +224,27 @@ func TestRequestErrors(t *testing.T) {
 	if st := e.adm.Stats(); st != (admission.Stats{Slots: 1, QueueDepth: st.QueueDepth}) {
 		t.Errorf("malformed requests reached admission: %+v", st)
 	}
+}
+
+// TestSlowBody: a client that stops sending its body is answered 408 once
+// the body timeout passes, and the connection's later reads are not cut
+// short by the deadline (the same server renders afterwards).
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{bodyTimeout: 300 * time.Millisecond})
+	done := make(chan struct{})
+	defer close(done)
+	for _, ctype := range []string{"multipart/form-data; boundary=x", "application/json"} {
+		start := "--x\r\nContent-Disposition: form-data; name=\"document\"\r\n\r\n# Slow"
+		if ctype == "application/json" {
+			start = `{"markdown": "# Slow`
+		}
+		req, err := http.NewRequest(http.MethodPost, e.url+"/v1/render", io.MultiReader(strings.NewReader(start), blockingReader{done}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", ctype)
+		do(context.Background(), req).wantError(t, http.StatusRequestTimeout, limits.CodeInvalid)
+	}
+	e.wantIdle()
 }

@@ -9,7 +9,9 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -234,7 +236,7 @@ func isAttrChar(b byte) bool {
 // parsed: the document part is read through a limit one byte above it, and
 // a body whose declared length cannot fit is refused before it is read.
 // Reading is bounded in time by BodyTimeout.
-func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request) (render.Request, error) {
+func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request) (req render.Request, err error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return render.Request{}, errUnsupported
@@ -243,9 +245,17 @@ func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request) (rend
 	// read: net/http watches an idle connection for the client going away
 	// with a read, and a deadline passing there would cancel the request's
 	// context in the middle of its render.
+	//
+	// When the body timed out the deadline stays: net/http reads what is
+	// left of an unread body before it answers, and that read must fail
+	// at once rather than wait for the stalled client.
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); err == nil {
-		defer rc.SetReadDeadline(time.Time{})
+	if derr := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); derr == nil {
+		defer func() {
+			if !errors.Is(err, errBodyTimeout) {
+				rc.SetReadDeadline(time.Time{})
+			}
+		}()
 	}
 	switch mt {
 	case "multipart/form-data":
@@ -279,6 +289,9 @@ func readJSON(r *http.Request) (render.Request, error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return render.Request{}, limits.TooLarge(mbe.Limit)
+		}
+		if isTimeout(err) {
+			return render.Request{}, errBodyTimeout
 		}
 		if clientGone(r.Context()) {
 			return render.Request{}, r.Context().Err()
@@ -379,16 +392,28 @@ func readMultipart(r *http.Request) (render.Request, error) {
 }
 
 // partError sorts a failure to read the multipart body: over the body's
-// bound (413), the client gone, or a malformed body (400).
+// bound (413), too slow (408), the client gone, or a malformed body (400).
 func partError(r *http.Request, err error) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
 		return errRequestTooBig
+	case isTimeout(err):
+		return errBodyTimeout
 	case clientGone(r.Context()):
 		return r.Context().Err()
 	}
 	return badRequest("", "the multipart body cannot be read: "+err.Error())
+}
+
+// errBodyTimeout is a body that did not arrive within BodyTimeout.
+var errBodyTimeout = &requestError{status: http.StatusRequestTimeout,
+	message: "the request body did not arrive in time; send it without pauses"}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // rawFileName returns the file name of a part as the client sent it.
