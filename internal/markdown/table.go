@@ -44,7 +44,7 @@ func columnWidths(lengths [][]int, words []int, ncol int, capacity float64) []fl
 		if j < len(words) {
 			w = float64(min(words[j], 18))
 		}
-		minC[j] = w*1.1 + 1
+		minC[j] = w*1.25 + 1 // bold headers are wider
 		natural[j] = math.Max(minC[j], d+1)
 	}
 	sumMin, sumNat := 0.0, 0.0
