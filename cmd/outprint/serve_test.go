@@ -374,6 +374,23 @@ func TestServeRenders(t *testing.T) {
 	if v := s.metric("go_goroutines"); v <= 0 {
 		t.Errorf("the Go collector is not registered (go_goroutines = %v)", v)
 	}
+
+	// A data folder that stops taking files makes the service unready.
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(s.url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), httpapi.CodeNotReady) {
+		t.Errorf("/readyz without a data folder = %d %s, want 503 not_ready", resp.StatusCode, body)
+	}
+	if !strings.Contains(s.logs.String(), "not writable") {
+		t.Errorf("the logs do not say why the service is not ready")
+	}
 }
 
 // TestServeConfigErrors: a wrong configuration stops serve at startup with
