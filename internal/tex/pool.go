@@ -49,8 +49,9 @@ type PoolConfig struct {
 // PoolStats are the pool's figures for metrics. Warm and Busy are current
 // counts; Started, Replaced and Failures count since the pool started.
 type PoolStats struct {
-	// Warm processes wait for a document; Busy ones typeset one.
-	Warm, Busy int
+	// Warm processes wait for a document; Busy ones typeset one;
+	// Warming ones are starting up.
+	Warm, Busy, Warming int
 	// Started counts processes started.
 	Started int
 	// Replaced counts processes started in place of one that typeset
@@ -190,9 +191,10 @@ func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Warm, s.Busy = 0, len(p.busy)
+	s.Warm, s.Busy, s.Warming = 0, len(p.busy), 0
 	for _, prof := range p.profiles {
 		s.Warm += len(prof.warm)
+		s.Warming += prof.starting
 	}
 	return s
 }

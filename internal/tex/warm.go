@@ -76,13 +76,15 @@ func lmrRestore() string {
 	return b.String()
 }
 
-// defaultWarmup loads the fonts a document most likely uses, in a box
-// that is thrown away: XeTeX loads an OpenType font when it is first
-// selected, and that should happen before the document arrives. A
-// preamble may define \outprintwarmup to choose its own.
-const defaultWarmup = `\normalfont x\itshape x\bfseries x\upshape x\mdseries
-\sffamily x\bfseries x\mdseries\ttfamily x\rmfamily $x^2_i\sum$%
-\small x\sffamily x\rmfamily\footnotesize x\large\sffamily\bfseries x\Large x\LARGE x\normalsize`
+// defaultWarmup loads the fonts nearly every document uses, in a box that
+// is thrown away: XeTeX loads an OpenType font (each face at each size)
+// when it is first selected, and that should happen before the document
+// arrives. Each font costs some milliseconds of CPU, paid by every render
+// whether its document uses the font or not, so the default is lean: the
+// body face upright, italic and bold, and math. A preamble may define
+// \outprintwarmup to load the fonts its documents use (heading sizes,
+// sans, mono), typeset in that box.
+const defaultWarmup = `\normalfont x\itshape x\upshape\bfseries x\mdseries $x$`
 
 // warmDocument is main.tex of a warm process: the preamble (with the
 // TU/lmr restore after the dump marker when a format is used), the harness,
