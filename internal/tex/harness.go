@@ -32,8 +32,10 @@ func marker(nonce string) string { return "OUTPRINT-" + nonce + " " }
 //     buffer when stdout is a pipe), and stop
 //     with an error at page maxPages+1. \errmessage under -halt-on-error
 //     ends TeX at once, so a 700-page document stops after page 501.
-//   - \@starttoc: note in the log which table-of-contents file the
-//     document reads, so the runner can tell whether it changed.
+//   - \@starttoc: note on the terminal and in the log which
+//     table-of-contents file the document reads, so the runner can tell
+//     whether it changed (and the pool can warm a process for the second
+//     run while the first one runs).
 //
 // @ is made a letter for the harness and its catcode restored afterwards,
 // whatever the preamble left it at.
@@ -48,7 +50,7 @@ func harness(nonce string, maxPages int) string {
     \errmessage{` + m + `page limit}%
   \fi}
 \let\outprint@starttoc\@starttoc
-\def\@starttoc#1{\immediate\write-1{` + m + `toc #1}\outprint@starttoc{#1}}
+\def\@starttoc#1{\immediate\write16{` + m + `toc #1}\message{}\outprint@starttoc{#1}}
 \OutprintRestoreAt
 `
 }

@@ -104,6 +104,7 @@ type profile struct {
 	warm     []*warmProc // ready, oldest first
 	starting int
 	waiting  int
+	ahead    int // second runs expected soon (see Run)
 	lastUsed time.Time
 	// failGen counts warm-up failures; lastErr is the latest. A waiting
 	// render gives up when a warm-up failed after it started waiting and
@@ -142,8 +143,14 @@ type warmProc struct {
 	format bool          // started with the profile's format
 
 	warmCPU  time.Duration
-	pages    atomic.Pointer[func(int)]
+	hooks    atomic.Pointer[runHooks] // set by the render that took the process
 	readyOne sync.Once
+}
+
+// runHooks are what a render wants to hear from its process's output.
+type runHooks struct {
+	pages func(int) // Job.Progress, through a reporter
+	toc   func()    // the document reads a table of contents
 }
 
 // NewPool starts a pool and warms Min processes for each of cfg.Preambles
@@ -216,8 +223,29 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 			os.RemoveAll(prevDir)
 		}
 	}()
+	// A document that reads a table of contents will most likely need a
+	// second run: as soon as the first run says so, one more process of
+	// this preamble starts warming, so the second run need not wait for a
+	// whole warm-up after the first.
+	var reserved atomic.Bool
+	onTOC := func() {
+		if reserved.CompareAndSwap(false, true) {
+			p.reserve(job.Preamble, 1)
+		}
+	}
 	for run := 1; ; run++ {
-		out, err := p.runOnce(ctx, job, prevDir)
+		var out *warmRun
+		var err error
+		if run == 1 {
+			out, err = p.runOnce(ctx, job, prevDir, onTOC)
+		} else {
+			out, err = p.runOnce(ctx, job, prevDir, nil)
+		}
+		if run == 1 && reserved.Load() {
+			// The reserved process now serves the second run, or stays
+			// warm as a spare until its idle timeout.
+			p.reserve(job.Preamble, -1)
+		}
 		if out != nil {
 			res.Runs = run
 			res.CPU += out.cpu
@@ -264,13 +292,13 @@ var errProcGone = errors.New("warm process died before its document")
 
 // runOnce takes a warm process (retrying when one died just before it was
 // used) and typesets job with it.
-func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string) (*warmRun, error) {
+func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string, onTOC func()) (*warmRun, error) {
 	for attempt := 0; ; attempt++ {
 		wp, err := p.acquire(ctx, job.Preamble)
 		if err != nil {
 			return nil, err
 		}
-		out, err := p.typeset(ctx, wp, job, prevDir)
+		out, err := p.typeset(ctx, wp, job, prevDir, onTOC)
 		if errors.Is(err, errProcGone) && attempt < 3 {
 			os.RemoveAll(out.dir)
 			continue
@@ -281,7 +309,7 @@ func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string) (*warmRun, 
 
 // typeset gives the document to the warm process wp, which the caller
 // took, waits for it and reaps it.
-func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir string) (*warmRun, error) {
+func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir string, onTOC func()) (*warmRun, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.mu.Lock()
@@ -316,8 +344,7 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	}
 	out.before = snapshotTOCs(wp.dir)
 	rep := newReporter(job.Progress)
-	report := rep.report
-	wp.pages.Store(&report)
+	wp.hooks.Store(&runHooks{pages: rep.report, toc: onTOC})
 
 	if err := writeFile(wp.dir, "limit.tex", fmt.Sprintf("%d\n", job.maxPages())); err != nil {
 		wp.p.killGroup()
@@ -448,11 +475,21 @@ func (p *Pool) notifyLocked() {
 	p.changed = make(chan struct{})
 }
 
+// reserve changes how many processes renders expect to need soon for
+// preamble (a second run) and starts them within Max.
+func (p *Pool) reserve(preamble string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prof := p.profileLocked(preamble)
+	prof.ahead += n
+	p.replenishLocked(prof)
+}
+
 // wantLocked is how many processes prof should have warm or warming: its
 // Min, and for a preamble used within the idle timeout one spare besides
-// the renders waiting.
+// the renders waiting and the second runs expected.
 func (p *Pool) wantLocked(prof *profile) int {
-	want := prof.waiting
+	want := prof.waiting + prof.ahead
 	if time.Since(prof.lastUsed) < p.cfg.IdleTimeout {
 		want++
 	}
@@ -646,11 +683,18 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		return fail(err)
 	}
 	readyMark := marker(wp.nonce) + "ready"
-	lw := &lineWatcher{nonce: wp.nonce, pages: func(n int) {
-		if f := wp.pages.Load(); f != nil {
-			(*f)(n)
-		}
-	}}
+	lw := &lineWatcher{nonce: wp.nonce,
+		pages: func(n int) {
+			if h := wp.hooks.Load(); h != nil {
+				h.pages(n)
+			}
+		},
+		onTOC: func() {
+			if h := wp.hooks.Load(); h != nil && h.toc != nil {
+				h.toc()
+			}
+		},
+	}
 	onLine := func(s string) {
 		if strings.Contains(s, readyMark) {
 			wp.readyOne.Do(func() { close(wp.ready) })

@@ -12,6 +12,7 @@ type lineWatcher struct {
 	nonce     string
 	startMark string // the line that marks the document's start, if any
 	pages     func(int)
+	onTOC     func() // the document reads a table of contents
 	onStart   func() // called under mu
 
 	mu sync.Mutex
@@ -28,6 +29,10 @@ func (w *lineWatcher) line(s string) {
 	case strings.HasPrefix(rest, "page "):
 		if n, err := strconv.Atoi(strings.TrimSpace(rest[5:])); err == nil && w.pages != nil {
 			w.pages(n)
+		}
+	case strings.HasPrefix(rest, "toc "):
+		if w.onTOC != nil {
+			w.onTOC()
 		}
 	case w.startMark != "" && strings.HasPrefix(s[i:], w.startMark):
 		if w.onStart != nil {
