@@ -26,7 +26,7 @@ var vocabulary = func() map[string]bool {
 		optoggletitle opthead opcelll opcellr opcellc optitle opsubtitle opbyline optoc
 		emph textbf href hyperlink footnote footnotetext item begin end
 		section subsection subsubsection paragraph subparagraph texorpdfstring
-		special setcounter par toprule midrule bottomrule endfirsthead endhead small
+		special setcounter par toprule midrule bottomrule endfirsthead endhead small footnotesize
 		noindent linewidth textheight optw arabic`) {
 		vocabulary[w] = true
 	}

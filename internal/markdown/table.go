@@ -17,61 +17,121 @@ import (
 // page. Cells wrap; long words in them get break opportunities sized to
 // their column.
 
+// cellSize is what the width computation knows of a cell: its length and
+// its longest word, in characters.
+type cellSize struct{ length, word float64 }
+
+// lines estimates how many lines a cell takes in a column w characters
+// wide: wrapping wastes some of each line, and a word longer than the
+// column is broken, which counts extra (it reads badly). The estimate is
+// smooth rather than whole lines, so that every character of width shows
+// its worth to the search in columnWidths.
+func (c cellSize) lines(w float64) float64 {
+	n := 1.0
+	if c.length > w {
+		n = c.length / (w * 0.85)
+	}
+	if c.word > w {
+		n += 2 * c.word / w
+	}
+	return n
+}
+
+// maxSampleRows bounds the rows the width computation looks at: a long
+// table's first rows tell its columns well enough.
+const maxSampleRows = 200
+
 // columnWidths returns, for each column, its share of the usable width
-// (summing to 1). Every column first gets room for its longest word (up to
-// 18 characters; longer words get break points), then the rest of the
-// line is shared by what the columns still want: their cells' length,
-// damped so that one long cell does not starve the others. capacity is
-// about how many characters fit on the line.
-func columnWidths(lengths [][]int, words []int, ncol int, capacity float64) []float64 {
-	minC := make([]float64, ncol)
-	natural := make([]float64, ncol)
-	for j := 0; j < ncol; j++ {
-		longest, total, count := 0, 0, 0
-		for _, row := range lengths {
+// (summing to 1). capacity is about how many characters fit on the line.
+// Widths grow one character at a time, each time for the column where a
+// character saves the most lines over the table (cells[i][j] is row i,
+// column j), so long notes get room while short columns keep their words
+// whole; what no column needs any more is shared by length.
+func columnWidths(cells [][]cellSize, ncol int, capacity float64) []float64 {
+	if len(cells) > maxSampleRows {
+		cells = cells[:maxSampleRows]
+	}
+	// Start from each column's longest word (up to 18 characters) when
+	// the line has room for all of them, else from 3 characters each.
+	w := make([]float64, ncol)
+	total := 0.0
+	for j := range w {
+		w[j] = 3
+		for _, row := range cells {
 			if j < len(row) {
-				longest = max(longest, row[j])
-				total += row[j]
-				count++
+				w[j] = math.Max(w[j], math.Min(math.Ceil(row[j].word), 18)+1)
 			}
 		}
-		avg := 0.0
-		if count > 0 {
-			avg = float64(total) / float64(count)
-		}
-		d := math.Max(avg, math.Min(float64(longest), 2*avg+8))
-		w := 2.0
-		if j < len(words) {
-			w = float64(min(words[j], 18))
-		}
-		minC[j] = w*1.25 + 1 // bold headers are wider
-		natural[j] = math.Max(minC[j], d+1)
+		total += w[j]
 	}
-	sumMin, sumNat := 0.0, 0.0
-	for j := range minC {
-		sumMin += minC[j]
-		sumNat += natural[j]
-	}
-	want := make([]float64, ncol)
-	switch {
-	case sumNat <= capacity || sumNat == sumMin:
-		copy(want, natural)
-	case sumMin <= capacity:
-		f := (capacity - sumMin) / (sumNat - sumMin)
-		for j := range want {
-			want[j] = minC[j] + (natural[j]-minC[j])*f
+	if total > capacity {
+		// Not even the words fit: every column gives up the same part.
+		for j := range w {
+			w[j] *= capacity / total
 		}
-	default:
-		copy(want, minC)
+		total = capacity
+	}
+	// A row costs its height, plus a little for every line of each cell:
+	// the second term lets one column's widening count even where
+	// another column still sets the height.
+	cost := func(row []cellSize, j int, wj float64) float64 {
+		h, all := 1.0, 0.0
+		for k, c := range row {
+			width := w[k]
+			if k == j {
+				width = wj
+			}
+			n := c.lines(width)
+			h = math.Max(h, n)
+			all += n
+		}
+		return h + 0.25*all
+	}
+	for total+1 <= capacity {
+		best, bestGain := -1, 0.0
+		for j := 0; j < ncol; j++ {
+			gain := 0.0
+			for _, row := range cells {
+				if j < len(row) {
+					gain += cost(row, -1, 0) - cost(row, j, w[j]+1)
+				}
+			}
+			if gain > bestGain+1e-9 {
+				best, bestGain = j, gain
+			}
+		}
+		if best < 0 {
+			break
+		}
+		w[best]++
+		total++
+	}
+	// Share what is left by each column's longest cell, so that a table
+	// fills the line.
+	if left := capacity - total; left > 0 {
+		longest := make([]float64, ncol)
+		sum := 0.0
+		for j := range longest {
+			for _, row := range cells {
+				if j < len(row) {
+					longest[j] = math.Max(longest[j], row[j].length)
+				}
+			}
+			longest[j] = math.Max(longest[j], 1)
+			sum += longest[j]
+		}
+		for j := range w {
+			w[j] += left * longest[j] / sum
+		}
 	}
 	sum := 0.0
-	for _, v := range want {
+	for _, v := range w {
 		sum += v
 	}
-	for j := range want {
-		want[j] /= sum
+	for j := range w {
+		w[j] /= sum
 	}
-	return want
+	return w
 }
 
 // cellLongestWord returns the rune count of the longest space-separated word.
@@ -99,23 +159,30 @@ func (r *writer) table(t *extast.Table) {
 	if ncol == 0 || len(rows) == 0 {
 		return
 	}
-	lengths := make([][]int, len(rows))
-	words := make([]int, ncol)
+	cells := make([][]cellSize, len(rows))
 	for i, row := range rows {
-		j := 0
+		// Header cells are bold, about a quarter wider.
+		factor := 1.0
+		if _, ok := row.(*extast.TableHeader); ok {
+			factor = 1.25
+		}
 		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
 			text := r.d.plain(c)
-			lengths[i] = append(lengths[i], utf8.RuneCountInString(text))
-			words[j] = max(words[j], cellLongestWord(text))
-			j++
+			cells[i] = append(cells[i], cellSize{
+				length: float64(utf8.RuneCountInString(text)) * factor,
+				word:   float64(cellLongestWord(text)) * factor,
+			})
 		}
 	}
 	capacity := 80.0
-	if ncol > 5 {
+	switch {
+	case ncol >= 8:
+		capacity = 100 // set in \footnotesize
+	case ncol > 5:
 		capacity = 88 // set in \small
 	}
 	capacity -= float64(ncol) * 1.2 // the column separation
-	shares := columnWidths(lengths, words, ncol, capacity)
+	shares := columnWidths(cells, ncol, capacity)
 
 	// The usable width: \linewidth less the separation between columns.
 	boxed := r.boxed() || r.listDepth > 0
@@ -126,7 +193,10 @@ func (r *writer) table(t *extast.Table) {
 		env = "tabular"
 	}
 	r.raw(`\begin{optable}{` + strconv.Itoa(2*(ncol-1)) + `}` + "\n")
-	if ncol > 5 {
+	switch {
+	case ncol >= 8:
+		r.raw(`\footnotesize` + "\n")
+	case ncol > 5:
 		r.raw(`\small` + "\n")
 	}
 	var spec strings.Builder
