@@ -26,6 +26,7 @@ import (
 	"github.com/outprint/outprint/internal/fetch"
 	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/markdown"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/render"
@@ -210,7 +211,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		log.Error("server stopped", "err", err)
 		code = exitInternal
 	}
-	shutdown(hs, adm, cancelBase, cfg.Shutdown.Grace, log)
+	shutdown(hs, ln, adm, cancelBase, cfg.Shutdown.Grace, log)
 	return code
 }
 
@@ -218,9 +219,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 // requests answered 503 at once (admission.Close), running renders given
 // the grace period to finish, then stopped. A second SIGINT or SIGTERM
 // skips the rest of the grace.
-func shutdown(hs *http.Server, adm *admission.Controller, cancelBase context.CancelCauseFunc, grace time.Duration, log *slog.Logger) {
+func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, cancelBase context.CancelCauseFunc, grace time.Duration, log *slog.Logger) {
 	st := adm.Stats()
 	log.Info("shutting down", "running", st.Running, "queued", st.Queued, "grace", grace.String())
+	// Stop accepting before the queued requests hear 503, so that a
+	// client told to come back cannot get in again through this process.
+	// (hs.Shutdown closes it again and returns that error, which is why
+	// the grace is judged by its context below, not by its result.)
+	ln.Close()
 	adm.Close()
 
 	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
@@ -237,13 +243,13 @@ func shutdown(hs *http.Server, adm *admission.Controller, cancelBase context.Can
 		}
 	}()
 
-	if err := hs.Shutdown(graceCtx); err != nil {
+	if hs.Shutdown(graceCtx); graceCtx.Err() != nil {
 		st := adm.Stats()
 		log.Warn("grace period over: stopping running renders", "running", st.Running)
 		cancelBase(admission.ErrClosed)
 		forceCtx, cancelForce := context.WithTimeout(context.Background(), forcedStop)
 		defer cancelForce()
-		if err := hs.Shutdown(forceCtx); err != nil {
+		if hs.Shutdown(forceCtx); forceCtx.Err() != nil {
 			hs.Close()
 		}
 	}
@@ -309,20 +315,44 @@ type engine struct {
 	close func()
 }
 
-// newEngine returns the cold runner: a fresh XeLaTeX for every run.
-//
-// The warm pool (tex.Pool, SPEC §7) takes its place here once it is on
-// main: sized by cfg.Pool, its Stats as stats and its Close as close.
+// poolClose bounds the pool's Close: by then no render holds a process, so
+// it only stops idle and warming ones.
+const poolClose = 10 * time.Second
+
+// newEngine returns the warm pool (SPEC §7), sized by cfg.Pool, with the
+// usual profile (A4, Latin) warmed ahead of the first request; other
+// profiles get warm processes from their first render on.
 func newEngine(cfg *config.Config, tmp string) (*engine, error) {
-	r, err := tex.NewRunner(tex.RunnerConfig{
-		TempDir:     tmp,
-		Timeout:     cfg.Render.Timeout,
-		MaxPDFBytes: cfg.Render.MaxPDFBytes,
+	pool, err := tex.NewPool(tex.PoolConfig{
+		Runner: tex.RunnerConfig{
+			TempDir:     tmp,
+			Timeout:     cfg.Render.Timeout,
+			MaxPDFBytes: cfg.Render.MaxPDFBytes,
+		},
+		Min:         cfg.Pool.Min,
+		Max:         cfg.Pool.Max,
+		IdleTimeout: cfg.Pool.IdleTimeout,
+		Preambles:   []string{markdown.Preamble(markdown.Profile{Paper: "a4", Scripts: markdown.ScriptsOf("Latin")})},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &engine{Engine: r, name: "cold", close: func() {}}, nil
+	return &engine{
+		Engine: pool,
+		name:   "warm pool",
+		stats: func() metrics.PoolStats {
+			st := pool.Stats()
+			return metrics.PoolStats{
+				Warm: st.Warm, Busy: st.Busy, Started: uint64(st.Started),
+				Replaced: uint64(st.Replaced), Failures: uint64(st.Failures),
+			}
+		},
+		close: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), poolClose)
+			defer cancel()
+			pool.Close(ctx)
+		},
+	}, nil
 }
 
 // texProbe is the outcome of rendering a tiny document at startup.
