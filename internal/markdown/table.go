@@ -39,7 +39,7 @@ func (c cellSize) lines(w float64) float64 {
 
 // maxSampleRows bounds the rows the width computation looks at: a long
 // table's first rows tell its columns well enough.
-const maxSampleRows = 200
+const maxSampleRows = 64
 
 // columnWidths returns, for each column, its share of the usable width
 // (summing to 1). capacity is about how many characters fit on the line.
@@ -73,31 +73,39 @@ func columnWidths(cells [][]cellSize, ncol int, capacity float64) []float64 {
 	}
 	// A row costs its height, plus a little for every line of each cell:
 	// the second term lets one column's widening count even where
-	// another column still sets the height.
-	cost := func(row []cellSize, j int, wj float64) float64 {
-		h, all := 1.0, 0.0
-		for k, c := range row {
-			width := w[k]
-			if k == j {
-				width = wj
-			}
-			n := c.lines(width)
-			h = math.Max(h, n)
-			all += n
-		}
-		return h + 0.25*all
-	}
+	// another column still sets the height. Each step finds, per row, the
+	// cell lines, their sum and the two tallest cells, so that the gain of
+	// widening any one column is found without recomputing the row.
+	lines := make([]float64, ncol)
+	gains := make([]float64, ncol)
 	for total+1 <= capacity {
-		best, bestGain := -1, 0.0
-		for j := 0; j < ncol; j++ {
-			gain := 0.0
-			for _, row := range cells {
-				if j < len(row) {
-					gain += cost(row, -1, 0) - cost(row, j, w[j]+1)
+		clear(gains)
+		for _, row := range cells {
+			top1, top2, top1j, all := 1.0, 1.0, -1, 0.0
+			for k, c := range row {
+				lines[k] = c.lines(w[k])
+				all += lines[k]
+				switch {
+				case lines[k] > top1:
+					top2, top1, top1j = top1, lines[k], k
+				case lines[k] > top2:
+					top2 = lines[k]
 				}
 			}
-			if gain > bestGain+1e-9 {
-				best, bestGain = j, gain
+			before := top1 + 0.25*all
+			for j, c := range row {
+				n := c.lines(w[j] + 1)
+				h := top1
+				if j == top1j {
+					h = top2
+				}
+				gains[j] += before - (math.Max(h, n) + 0.25*(all-lines[j]+n))
+			}
+		}
+		best, bestGain := -1, 0.0
+		for j, g := range gains {
+			if g > bestGain+1e-9 {
+				best, bestGain = j, g
 			}
 		}
 		if best < 0 {
