@@ -791,7 +791,9 @@ func (p *Pool) format(prof *profile) string {
 		path, err := p.buildFormat(prof.key, head)
 		if err != nil {
 			p.mu.Lock()
-			p.stats.Failures++
+			if !p.closed {
+				p.stats.Failures++
+			}
 			p.mu.Unlock()
 			return
 		}

@@ -406,6 +406,49 @@ func TestPoolMatchesCold(t *testing.T) {
 	}
 }
 
+func TestPoolCloseWhileWarming(t *testing.T) {
+	testenv.Require(t, "xelatex")
+	root := t.TempDir()
+	p, err := NewPool(PoolConfig{Runner: RunnerConfig{TempDir: root}, Min: 2, Max: 2, Preambles: []string{testPreamble}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the format build or the warm-ups are under way
+	if err := p.Close(context.Background()); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if left := procsUnder(root); len(left) > 0 {
+		t.Errorf("processes left after Close: %v", left)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) > 0 {
+		t.Errorf("folders left after Close: %v", ents)
+	}
+}
+
+func TestPoolFiles(t *testing.T) {
+	p := newTestPool(t, PoolConfig{})
+	src := filepath.Join(t.TempDir(), "plot.pdf")
+	// A one-page PDF made by XeLaTeX itself, included as an image.
+	r := newTestRunner(t, RunnerConfig{})
+	img, err := r.Run(context.Background(), Job{Preamble: testPreamble, Body: "IMAGE-TEXT\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(src, img.PDF, 0o600)
+	preamble := strings.Replace(testPreamble, "\\usepackage{bookmark}", "\\usepackage{bookmark}\n\\usepackage{graphicx}", 1)
+	res, err := p.Run(context.Background(), Job{
+		Preamble: preamble,
+		Body:     "Before.\n\n\\includegraphics[width=5cm]{figures/plot.pdf}\n",
+		Files:    map[string]string{"figures/plot.pdf": src},
+	})
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if text := pdfText(t, res.PDF); !strings.Contains(text, "Before.") || !strings.Contains(text, "IMAGE-TEXT") {
+		t.Errorf("pdftotext = %q, want the body and the included PDF's text", text)
+	}
+}
+
 func TestPoolErrors(t *testing.T) {
 	p := newTestPool(t, PoolConfig{})
 	t.Run("page limit", func(t *testing.T) {

@@ -432,6 +432,42 @@ func TestRunFilesAndGlyphs(t *testing.T) {
 	}
 }
 
+// TestRunSlowProgress: a Progress that blocks does not hold TeX up; it
+// still hears the final count, and never after Run returned.
+func TestRunSlowProgress(t *testing.T) {
+	r := newTestRunner(t, RunnerConfig{})
+	var mu sync.Mutex
+	var calls []int
+	returned := false
+	res, err := r.Run(context.Background(), Job{
+		Preamble: testPreamble,
+		Body:     strings.Repeat("page\\newpage\n", 30),
+		Progress: func(n int) {
+			time.Sleep(300 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			if returned {
+				t.Errorf("Progress(%d) called after Run returned", n)
+			}
+			calls = append(calls, n)
+		},
+	})
+	mu.Lock()
+	returned = true
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if len(calls) == 0 || calls[len(calls)-1] != 30 || res.Pages != 30 {
+		t.Errorf("Progress calls = %v, Pages = %d; want the last call to be 30", calls, res.Pages)
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i] <= calls[i-1] {
+			t.Errorf("Progress counts go backwards: %v", calls)
+		}
+	}
+}
+
 func TestRunConcurrent(t *testing.T) {
 	r := newTestRunner(t, RunnerConfig{})
 	var wg sync.WaitGroup
