@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -253,4 +254,31 @@ func TestHighlightGoldenXeLaTeX(t *testing.T) {
 			t.Errorf("pdftotext output lacks %q:\n%s", want, text)
 		}
 	}
+}
+
+// TestConcurrentUse runs the package's entry points of this file and of
+// math.go and script.go from many goroutines at once (run with -race):
+// they share only read-only tables and chroma's lexer registry.
+func TestConcurrentUse(t *testing.T) {
+	langs := []string{"go", "python", "bash", "latex", "c", "rust", "yaml", ""}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				lang := langs[(i+j)%len(langs)]
+				if out := HighlightCode(lang, "x := {\"a\": 1} // 日本"); !strings.Contains(out, `\oplb{}`) {
+					t.Errorf("HighlightCode(%q) = %q, want an escaped brace", lang, out)
+				}
+				if runs := SplitRuns("مرحبا بكم 日本 🚀"); len(runs) != 5 {
+					t.Errorf("SplitRuns = %+v, want 5 runs", runs)
+				}
+				if err := CheckMath(`\frac{a}{b}`); err != nil {
+					t.Errorf("CheckMath = %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outprint/outprint/internal/testenv"
 )
@@ -420,4 +422,71 @@ func compileFormulas(t *testing.T, formulas []string, inHeading func(int) bool) 
 		t.Fatalf("xelatex failed without an error line: %v", err)
 	}
 	return failed, log
+}
+
+// FuzzCheckMath checks that CheckMath never panics and that what it
+// accepts keeps the promises the writer relies on: no ^^, no comment or
+// parameter character, no math shift, balanced braces, and only
+// allowlisted control words.
+func FuzzCheckMath(f *testing.F) {
+	for _, s := range acceptedFormulas {
+		f.Add(s)
+	}
+	for _, s := range []string{`\input{x}`, `^^5c`, `x%`, `\begin{matrix}a&b\\c\end{matrix}`, `\left(\right)`, `\text{é}`} {
+		f.Add(s)
+	}
+	vocab := map[string]bool{}
+	for _, v := range MathVocabulary() {
+		vocab[v] = true
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		done := make(chan error, 1)
+		go func() { done <- CheckMath(s) }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(10 * time.Second):
+			panic(fmt.Sprintf("CheckMath(%q) runs for more than 10 s", s))
+		}
+		if err != nil {
+			return
+		}
+		if strings.Contains(s, "^^") {
+			t.Fatalf("CheckMath(%q) = nil, but it has ^^", s)
+		}
+		toks, err := tokenize(s)
+		if err != nil {
+			t.Fatalf("CheckMath(%q) = nil, but tokenize fails: %v", s, err)
+		}
+		depth := 0
+		for _, tok := range toks {
+			switch {
+			case tok.kind == 'w' || tok.kind == 's':
+				if !vocab[tok.text] {
+					t.Fatalf("CheckMath(%q) = nil, but it uses %s", s, tok.text)
+				}
+			case tok.text == "{":
+				depth++
+			case tok.text == "}":
+				depth--
+				if depth < 0 {
+					t.Fatalf("CheckMath(%q) = nil with an unbalanced }", s)
+				}
+			case tok.text == "%" || tok.text == "#" || tok.text == "$":
+				t.Fatalf("CheckMath(%q) = nil, but it has %s", s, tok.text)
+			}
+		}
+		if depth != 0 {
+			t.Fatalf("CheckMath(%q) = nil with an unbalanced {", s)
+		}
+	})
+}
+
+func BenchmarkCheckMath(b *testing.B) {
+	f := `\sum_{i=1}^{n} \frac{\alpha_i}{\sqrt{1+x_i^2}} + \begin{pmatrix} a & b \\ c & d \end{pmatrix} \text{ for all } x \in \mathbb{R}`
+	for b.Loop() {
+		if err := CheckMath(f); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

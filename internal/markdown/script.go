@@ -18,8 +18,13 @@ import (
 // according to fontcoverage_gen.go, a table read from the fonts' own cmap
 // tables. The main font (Noto Serif) takes Latin, Greek and Cyrillic; the
 // fallback fonts below take the rest. The writer wraps each Run that is not
-// in the main font as \opfont<key>{…}, and right-to-left runs as
-// \opfont<key>{\beginR …\endR}; FontPreamble defines those macros.
+// in the main font as \opfont<key>{…}, and each right-to-left stretch in
+// \beginR … \endR (WriteRuns); FontPreamble defines the macros.
+//
+// Right-to-left text follows the Unicode bidi algorithm for a paragraph
+// that is left to right (the documents are): Arabic and Hebrew letters,
+// the neutrals between them and numbers after them form a stretch that
+// TeX--XeT reverses; XeTeX itself orders the characters inside each word.
 
 // Scripts is a set of the fallback font groups a document needs. The
 // preamble loads only those (FontPreamble), so it depends on the document
@@ -171,6 +176,8 @@ func isLineSpace(r rune) bool { return r == '\t' || r == '\n' || r == '\r' }
 // glyph in most fonts) and control characters other than line space.
 func isDropped(r rune) bool {
 	switch {
+	case r >= 0x20 && r < 0x7F: // fast path: printable ASCII
+		return false
 	case r == 0x200E || r == 0x200F || r == 0x061C, // LRM, RLM, ALM
 		r >= 0x202A && r <= 0x202E, // embeddings and overrides
 		r >= 0x2066 && r <= 0x2069: // isolates
@@ -186,6 +193,8 @@ func isDropped(r rune) bool {
 // the joiners.
 func isExtender(r rune) bool {
 	switch {
+	case r < 0x0300: // fast path: nothing attaches below the combining marks
+		return false
 	case r == 0x200D || r == 0x200C, // ZWJ, ZWNJ
 		r >= 0xFE00 && r <= 0xFE0F,   // variation selectors
 		r >= 0xE0100 && r <= 0xE01EF, // variation selectors supplement
@@ -215,31 +224,36 @@ type cluster struct {
 
 // clusters splits s into clusters, dropping the characters isDropped names.
 func clusters(s string) []cluster {
-	var out []cluster
-	joinNext := false // the previous rune was a ZWJ: the next rune joins
+	// All clusters share one array of runes; each is a slice of it whose
+	// capacity ends where it does, so that place can shrink it in place.
+	rs := make([]rune, 0, len(s))
 	for _, r := range s {
-		if isDropped(r) {
-			continue
+		if !isDropped(r) {
+			rs = append(rs, r)
 		}
-		n := len(out)
-		attach := n > 0 && !isLineSpace(r) && !isLineSpace(out[n-1].runes[0]) &&
-			len(out[n-1].runes) < maxCluster &&
-			(joinNext || isExtender(r) || isRegionalPair(out[n-1].runes, r))
-		if attach {
-			out[n-1].runes = append(out[n-1].runes, r)
-		} else {
-			out = append(out, cluster{runes: []rune{r}})
+	}
+	out := make([]cluster, 0, len(rs))
+	start := 0
+	for i := 1; i <= len(rs); i++ {
+		if i < len(rs) {
+			r, base := rs[i], rs[start]
+			attach := !isLineSpace(r) && !isLineSpace(base) && i-start < maxCluster &&
+				(rs[i-1] == 0x200D || isExtender(r) || i-start == 1 && isRegionalPair(base, r))
+			if attach {
+				continue
+			}
 		}
-		joinNext = r == 0x200D
+		out = append(out, cluster{runes: rs[start:i:i]})
+		start = i
 	}
 	return out
 }
 
-// isRegionalPair reports whether r is the second regional indicator of a
-// flag whose first one is the whole of runes.
-func isRegionalPair(runes []rune, r rune) bool {
+// isRegionalPair reports whether base and r are the two regional
+// indicators of a flag.
+func isRegionalPair(base, r rune) bool {
 	isRI := func(r rune) bool { return r >= 0x1F1E6 && r <= 0x1F1FF }
-	return len(runes) == 1 && isRI(runes[0]) && isRI(r)
+	return isRI(base) && isRI(r)
 }
 
 // place chooses the font of a cluster from chain and removes the runes
@@ -251,6 +265,10 @@ func place(c *cluster, chain []fontID) {
 	base := c.runes[0]
 	if isLineSpace(base) {
 		c.font = fontNone // any font: resolved by the neighbours
+		return
+	}
+	if len(c.runes) == 1 && base >= 0x20 && base < 0x7F && chain[0] == fontMain {
+		c.font = fontMain // fast path: the main font has printable ASCII
 		return
 	}
 	all := ^fontSet(0)
@@ -626,6 +644,13 @@ func WriteRuns(w io.StringWriter, runs []Run, escape func(string) string) {
 			w.WriteString("\\endR{}")
 		}
 	}
+}
+
+// Vocabulary returns every control sequence this file, highlight.go and
+// WriteRuns put into a document body (CheckMath's own vocabulary, the
+// commands a formula may use, is MathVocabulary).
+func Vocabulary() []string {
+	return append(HighlightMacros(), FontMacros()...)
 }
 
 // FontMacros returns the control sequences the writer emits for runs:

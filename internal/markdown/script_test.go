@@ -169,6 +169,16 @@ func TestEveryRunHasItsGlyphs(t *testing.T) {
 	}
 }
 
+// TestMainFontHasASCII backs the fast paths that put printable ASCII in
+// the main font without asking the table.
+func TestMainFontHasASCII(t *testing.T) {
+	for r := rune(0x20); r < 0x7F; r++ {
+		if coverageOf(r)&covMain == 0 {
+			t.Errorf("coverageOf(%q) lacks the main font", r)
+		}
+	}
+}
+
 func fontByKey(t *testing.T, key string) fontID {
 	t.Helper()
 	for i, f := range fonts {
@@ -567,4 +577,34 @@ func benchXeLaTeX(b *testing.B, doc string) time.Duration {
 		b.Fatalf("xelatex: %v\n%s", err, out)
 	}
 	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// multilingualMiB is about one MiB (the Markdown size limit) of the
+// multilingual corpus, repeated.
+func multilingualMiB(b *testing.B) string {
+	shared := testenv.SharedDir(b, "../..")
+	if shared == "" {
+		testenv.Missing(b, "../shared (the test corpus) is not there")
+	}
+	src, err := os.ReadFile(filepath.Join(shared, "corpus", "multilingual.md"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return strings.Repeat(string(src), (1<<20)/len(src))
+}
+
+func BenchmarkScriptsOf(b *testing.B) {
+	s := multilingualMiB(b)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		ScriptsOf(s)
+	}
+}
+
+func BenchmarkSplitRuns(b *testing.B) {
+	s := multilingualMiB(b)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		SplitRuns(s)
+	}
 }
