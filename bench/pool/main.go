@@ -66,6 +66,7 @@ func (r *recorder) lastResult() *tex.Result {
 type sample struct {
 	wall, cpu, floor time.Duration
 	pages, runs      int
+	pdf              []byte
 	err              error
 }
 
@@ -99,7 +100,7 @@ func main() {
 	cold := render.New(render.Config{Engine: coldEngine, TempDir: tmp})
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "document\tpages\truns\twarm (s)\tcold (s)\tfloor (s)\tpandoc (s)\twarm/pandoc\tcold/pandoc\twarm/floor\tCPU s warm\tCPU s cold\tCPU s pandoc\t")
+	fmt.Fprintln(w, "document\tpages\truns\twarm (s)\tcold (s)\tfloor (s)\tpandoc (s)\twarm/pandoc\tcold/pandoc\twarm/floor\tCPU s warm\tCPU s cold\tCPU s pandoc\twarm = cold\t")
 	for _, doc := range flag.Args() {
 		req, err := request(doc)
 		if err != nil {
@@ -120,7 +121,7 @@ func main() {
 				return sample{err: err}
 			}
 			settle(pool) // the replacement's warm-up belongs to this render
-			s := sample{wall: wall, cpu: childCPU() - cpu0, pages: res.Pages, runs: res.Runs}
+			s := sample{wall: wall, cpu: childCPU() - cpu0, pages: res.Pages, runs: res.Runs, pdf: res.PDF}
 			if last := warmEngine.lastResult(); last != nil {
 				s.floor = last.Engine
 			}
@@ -133,16 +134,16 @@ func main() {
 			if err != nil {
 				return sample{err: err}
 			}
-			return sample{wall: time.Since(start), cpu: childCPU() - cpu0, pages: res.Pages, runs: res.Runs}
+			return sample{wall: time.Since(start), cpu: childCPU() - cpu0, pages: res.Pages, runs: res.Runs, pdf: res.PDF}
 		})
 		ps := sample{err: fmt.Errorf("skipped")}
 		if !*noPandoc {
 			ps = measure(*runs, func() sample { return pandoc(doc, tmp) })
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
 			ws.pages, ws.runs, secs(ws.wall, ws.err), secs(cs.wall, cs.err), secs(ws.floor, ws.err), secs(ps.wall, ps.err),
 			ratio(ws.wall, ps.wall, ws.err, ps.err), ratio(cs.wall, ps.wall, cs.err, ps.err), ratio(ws.wall, ws.floor, ws.err, nil),
-			secs(ws.cpu, ws.err), secs(cs.cpu, cs.err), secs(ps.cpu, ps.err))
+			secs(ws.cpu, ws.err), secs(cs.cpu, cs.err), secs(ps.cpu, ps.err), same(ws, cs))
 	}
 	w.Flush()
 
@@ -186,6 +187,29 @@ func saturation(p *render.Pipeline, pool *tex.Pool, req render.Request, d time.D
 	n := done.Load()
 	fmt.Printf("\nsaturation: %s from %d clients for %s: %d renders, %.2f renders/s, %.3f CPU s/render (warm-ups included), %d incomplete or failed\n",
 		filepath.Base(req.Name), clients, d, n, float64(n)/elapsed.Seconds(), cpu.Seconds()/float64(max(n, 1)), bad.Load())
+}
+
+// same says whether the warm and the cold PDF have the same text and page
+// count (pdftotext, pdfinfo): the pool must typeset exactly as a cold run.
+func same(a, b sample) string {
+	if a.err != nil || b.err != nil {
+		return "-"
+	}
+	ta, tb := pdfText(a.pdf), pdfText(b.pdf)
+	if ta == "" || ta != tb || a.pages != b.pages {
+		return "DIFFERENT"
+	}
+	return "yes"
+}
+
+func pdfText(pdf []byte) string {
+	c := exec.Command("pdftotext", "-", "-")
+	c.Stdin = bytes.NewReader(pdf)
+	out, err := c.Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
 }
 
 // complete checks a PDF's frame: header and end-of-file marker.
@@ -255,7 +279,7 @@ func measure(n int, one func() sample) sample {
 		walls, cpus, floors = append(walls, s.wall), append(cpus, s.cpu), append(floors, s.floor)
 		last = s
 	}
-	return sample{wall: median(walls), cpu: median(cpus), floor: median(floors), pages: last.pages, runs: last.runs}
+	return sample{wall: median(walls), cpu: median(cpus), floor: median(floors), pages: last.pages, runs: last.runs, pdf: last.pdf}
 }
 
 func median(d []time.Duration) time.Duration {
