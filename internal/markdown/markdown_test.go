@@ -201,6 +201,7 @@ func TestHrefURL(t *testing.T) {
 		{"https://example.com/%20ok/%zz/%", `https://example.com/\%20ok/\%25zz/\%25`},
 		{"https://example.com/ä b", `https://example.com/\%C3\%A4\%20b`},
 		{"https://example.com/$(x)", `https://example.com/\%24\%28x\%29`},
+		{"https://example.com/a#b#c", `https://example.com/a\#b\%23c`},
 	} {
 		if got := hrefURL(c.in); got != c.want {
 			t.Errorf("hrefURL(%q) = %q, want %q", c.in, got, c.want)

@@ -1101,15 +1101,19 @@ func (r *writer) hyper(t target, body func()) {
 
 // hrefURL makes a URL safe for \href: characters that are special to TeX
 // or outside printable ASCII are percent-encoded (so a brace, backslash,
-// caret or tilde can never reach TeX), `#`, `%`, `&` and `_` are written as
-// hyperref's \#, \%, \& and \_, and a `%` that starts no escape becomes
-// %25.
+// caret or tilde can never reach TeX), the first `#`, `%`, `&` and `_` are
+// written as hyperref's \#, \%, \& and \_, and a `%` that starts no
+// escape becomes %25.
 func hrefURL(u string) string {
 	var b strings.Builder
+	hash := false
 	for i := 0; i < len(u); i++ {
 		c := u[i]
 		switch {
-		case c == '#':
+		case c == '#' && !hash:
+			// The fragment; a later # is not a URL character (and
+			// hyperref would end the link there): it is encoded below.
+			hash = true
 			b.WriteString(`\#`)
 		case c == '&':
 			b.WriteString(`\&`)

@@ -160,3 +160,43 @@ func TestXeLaTeXGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestXeLaTeXLongURL: a URL long enough to be cut over several lines
+// reaches the PDF's link annotation whole, at top level and inside an
+// argument (where TeX has read the `%` line ends already).
+func TestXeLaTeXLongURL(t *testing.T) {
+	testenv.Require(t, "xelatex", "qpdf")
+	if testing.Short() {
+		t.Skip("compiles TeX")
+	}
+	var segs []string
+	for i := 0; i < 50; i++ {
+		segs = append(segs, fmt.Sprintf("seg%d_%%41&q=%d", i, i))
+	}
+	url := "https://example.com/" + strings.Join(segs, "/") + "#frag"
+	src := "[plain](" + url + ")\n\n**[in bold](" + url + ")**\n"
+	d, err := Parse([]byte(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.LaTeX(Meta{Title: "URL"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Body, "%\n") {
+		t.Fatalf("the URL was not cut into lines:\n%s", out.Body)
+	}
+	dir := t.TempDir()
+	pdf, _ := compileTeX(t, dir, "url", Preamble(Profile{})+"\\begin{document}\n"+out.Body+"\\end{document}\n")
+	qdf := filepath.Join(dir, "qdf.pdf")
+	if out, err := exec.Command("qpdf", "--qdf", "--object-streams=disable", pdf, qdf).CombinedOutput(); err != nil {
+		t.Fatalf("qpdf: %v %s", err, out)
+	}
+	b, err := os.ReadFile(qdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("/URI ("+url+")")); n != 2 {
+		t.Errorf("%d link annotations with the whole URL, want 2", n)
+	}
+}
