@@ -95,6 +95,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	}
 	defer os.RemoveAll(tmp)
 
+	// Listen before any TeX process starts: a port in use is an operator's
+	// error to report at once. Connections wait in the backlog until
+	// Serve below.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		log.Error("cannot listen", "err", err, "setting", "listen (OUTPRINT_LISTEN)")
+		return exitUsage
+	}
+	defer ln.Close()
+
 	engine, err := newEngine(cfg, tmp)
 	if err != nil {
 		log.Error("TeX engine", "err", err)
@@ -188,11 +198,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		log.Error("cannot listen", "err", err, "setting", "listen (OUTPRINT_LISTEN)")
-		return exitUsage
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }() // ends when hs shuts down
