@@ -69,8 +69,16 @@ var ErrPoolClosed = errors.New("tex pool closed")
 // scratch folder of its own, loads a preamble, passes \begin{document},
 // loads fonts, and blocks reading a FIFO until it is given a document. It
 // typesets exactly that one document and exits; a replacement is started
-// in the background. Processes are keyed by preamble. Run is safe for
-// concurrent use.
+// in the background. Processes are keyed by preamble, and each preamble
+// gets a format and warm processes of its own, so preambles must come from
+// a small set (the profiles). Run is safe for concurrent use.
+//
+// A document that needs a second run (table of contents, references) gets
+// a second process: the first run's .aux and .toc files are copied into its
+// folder; it reads the .aux by hand after the wait, because its
+// \begin{document}, which reads the .aux in a cold run, is already past
+// (see warmDocument). The result is the cold runner's, page for page
+// (TestPoolMatchesCold).
 //
 // Goroutines: every process has one tending goroutine, owned by the Pool
 // and counted in its WaitGroup; it warms the process up and watches it while
