@@ -340,3 +340,48 @@ func TestDocinfo(t *testing.T) {
 		t.Errorf("invalid language reached the catalog:\n%s", out.Body)
 	}
 }
+
+// TestConcurrent: documents are parsed and written from many goroutines at
+// once (the parser is shared), and one Document may be written twice at
+// the same time; run with -race.
+func TestConcurrent(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "*.md"))
+	var srcs [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, b)
+	}
+	shared := mustParse(t, string(srcs[0]), Options{})
+	want, err := shared.LaTeX(Meta{Title: "x"}, goldenImages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for _, src := range srcs {
+				d, err := Parse(src, Options{})
+				if err == nil {
+					_, err = d.LaTeX(Meta{Title: "x"}, goldenImages)
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			out, err := shared.LaTeX(Meta{Title: "x"}, goldenImages)
+			if err == nil && out.Body != want.Body {
+				err = errors.New("the same document written twice differs")
+			}
+			done <- err
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
