@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,13 +34,13 @@ const (
 
 const crashTenant, crashKey = "crash-tenant", "crash-key"
 
-// crashConfig is shared by child and parent: RescueAfter is short so that
-// River's rescuer picks up the killed attempt soon after the parent becomes
-// leader.
+// crashConfig is shared by child and parent. RescueAfter is as short as
+// River allows for a JobTimeout that a TeX run survives on a loaded machine
+// (all scenarios run at once, under -race).
 func crashConfig() Config {
 	cfg := testConfig()
-	cfg.JobTimeout = 4 * time.Second
-	cfg.RescueAfter = 10 * time.Second
+	cfg.JobTimeout = 20 * time.Second
+	cfg.RescueAfter = cfg.JobTimeout + riverGrace + time.Second
 	cfg.TTL = 5 * time.Second
 	return cfg
 }
@@ -83,8 +84,9 @@ func crashChild() int {
 }
 
 // runCrashChild runs the child until it dies and checks that it died of
-// SIGKILL. It returns the job id the child printed, if it got that far.
-func runCrashChild(t *testing.T, databaseURL, storeRoot, failpoint string) string {
+// SIGKILL. It returns the job id the child printed, if it got that far, and
+// when it died.
+func runCrashChild(t *testing.T, databaseURL, storeRoot, failpoint string) (string, time.Time) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -118,7 +120,7 @@ func runCrashChild(t *testing.T, databaseURL, storeRoot, failpoint string) strin
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child ended with %v, want death by SIGKILL at %s\n%s", err, failpoint, stderr.String())
 	}
-	return id
+	return id, time.Now()
 }
 
 func TestCrashRecovery(t *testing.T) {
@@ -135,89 +137,110 @@ func TestCrashRecovery(t *testing.T) {
 		{FailAfterOutputStore, 0},
 		{FailBeforeSuccess, 0},
 	}
+	// The scenarios spend most of their time waiting for the dead
+	// child's River leadership to expire (about 15 s) before the rescuer
+	// runs; they run all at once rather than -parallel at a time, since
+	// t.Run may be called from several goroutines.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, kind := range kinds {
 		for _, fp := range failpoints {
-			t.Run(kind+"/"+fp.name, func(t *testing.T) {
-				t.Parallel()
-				ctx := context.Background()
-				r := newTeXRenderer(t)
-				h := newHarness(t, kind, r, crashConfig())
-				childID := runCrashChild(t, h.url, h.store.Root(), fp.name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(kind+"/"+fp.name, func(t *testing.T) { crashScenario(t, kind, fp.name, fp.rendersAfter) })
+			}()
+		}
+	}
+}
 
-				listed, err := h.svc.List(ctx, crashTenant, "", 10)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var orphan string
-				if fp.name == FailAfterInputStore {
-					// Killed before the commit: no job exists, the client got
-					// no answer, its input is an orphan folder.
-					if len(listed) != 0 || childID != "" {
-						t.Fatalf("after %s: jobs = %+v, child printed %q; want none", fp.name, listed, childID)
-					}
-					names, err := h.store.List(ctx, "jobs")
-					if err != nil || len(names) != 1 {
-						t.Fatalf("after %s: stored folders = %v, %v; want the one orphan", fp.name, names, err)
-					}
-					orphan = names[0]
-				} else if len(listed) != 1 {
-					t.Fatalf("after %s: jobs = %+v, want 1", fp.name, listed)
-				}
+// crashScenario kills a child at failpoint and checks that a new Service
+// brings the job to one result, rendering rendersAfter times.
+func crashScenario(t *testing.T, kind, failpoint string, rendersAfter int) {
+	ctx := context.Background()
+	r := newTeXRenderer(t)
+	h := newHarness(t, kind, r, crashConfig())
+	childID, killed := runCrashChild(t, h.url, h.store.Root(), failpoint)
 
-				h.start(h.svc)
-				// The client retries with its idempotency key: the job the
-				// child created is found, or (no job yet) one is created.
-				job, created, err := h.svc.Submit(ctx, Input{Tenant: crashTenant, User: "u", Markdown: []byte("pages: 2\n"), IdempotencyKey: crashKey})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wantCreated := fp.name == FailAfterInputStore; created != wantCreated {
-					t.Errorf("Submit(retry) created = %v, want %v", created, wantCreated)
-				}
-				if !created && job.ID != listed[0].ID {
-					t.Errorf("Submit(retry) = job %s, want the child's %s", job.ID, listed[0].ID)
-				}
+	listed, err := h.svc.List(ctx, crashTenant, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphan string
+	if failpoint == FailAfterInputStore {
+		// Killed before the commit: no job exists, the client got
+		// no answer, its input is an orphan folder.
+		if len(listed) != 0 || childID != "" {
+			t.Fatalf("after %s: jobs = %+v, child printed %q; want none", failpoint, listed, childID)
+		}
+		names, err := h.store.List(ctx, "jobs")
+		if err != nil || len(names) != 1 {
+			t.Fatalf("after %s: stored folders = %v, %v; want the one orphan", failpoint, names, err)
+		}
+		orphan = names[0]
+	} else if len(listed) != 1 {
+		t.Fatalf("after %s: jobs = %+v, want 1", failpoint, listed)
+	}
 
-				final := h.waitTerminal(crashTenant, job.ID)
-				if final.State != StateSucceeded {
-					t.Fatalf("job ended %s (%s: %s), want succeeded", final.State, final.ErrorCode, final.ErrorMessage)
-				}
-				rc, _, err := h.svc.Result(ctx, crashTenant, job.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pdf, _ := io.ReadAll(rc)
-				rc.Close()
-				checkPDF(t, pdf, 2, "outprint job "+job.ID)
-				if final.Pages != 2 {
-					t.Errorf("job pages = %d, want 2", final.Pages)
-				}
-				files := h.jobFiles(job.ID)
-				if want := []string{"input/document.md", "input/manifest.json", "result.pdf"}; !slices.Equal(files, want) {
-					t.Errorf("stored files = %v, want exactly %v (one result, no leftovers)", files, want)
-				}
-				r.mu.Lock()
-				renders := r.calls[job.ID]
-				r.mu.Unlock()
-				if renders != fp.rendersAfter {
-					t.Errorf("renders after restart = %d, want %d", renders, fp.rendersAfter)
-				}
+	if rendersAfter == 0 || failpoint == FailDuringRender {
+		// The killed attempt is still "running" for River. Its
+		// rescuer runs when this process becomes leader (once
+		// the dead child's term ran out) and then every 30 s;
+		// starting after RescueAfter lets the first run find the
+		// attempt old enough to rescue.
+		time.Sleep(time.Until(killed.Add(crashConfig().RescueAfter)))
+	}
+	h.start(h.svc)
+	// The client retries with its idempotency key: the job the
+	// child created is found, or (no job yet) one is created.
+	job, created, err := h.svc.Submit(ctx, Input{Tenant: crashTenant, User: "u", Markdown: []byte("pages: 2\n"), IdempotencyKey: crashKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantCreated := failpoint == FailAfterInputStore; created != wantCreated {
+		t.Errorf("Submit(retry) created = %v, want %v", created, wantCreated)
+	}
+	if !created && job.ID != listed[0].ID {
+		t.Errorf("Submit(retry) = job %s, want the child's %s", job.ID, listed[0].ID)
+	}
 
-				if orphan != "" {
-					// The orphan goes once it is older than TTL.
-					time.Sleep(time.Until(mustIDTime(t, orphan).Add(crashConfig().TTL + 100*time.Millisecond)))
-					res, err := h.svc.Sweep(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if res.Orphans != 1 {
-						t.Errorf("Sweep().Orphans = %d, want 1", res.Orphans)
-					}
-					if _, err := os.Stat(filepath.Join(h.store.Root(), "jobs", orphan)); !errors.Is(err, os.ErrNotExist) {
-						t.Errorf("orphan input %s still stored (%v)", orphan, err)
-					}
-				}
-			})
+	final := h.waitTerminal(crashTenant, job.ID)
+	if final.State != StateSucceeded {
+		t.Fatalf("job ended %s (%s: %s), want succeeded", final.State, final.ErrorCode, final.ErrorMessage)
+	}
+	rc, _, err := h.svc.Result(ctx, crashTenant, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, _ := io.ReadAll(rc)
+	rc.Close()
+	checkPDF(t, pdf, 2, "outprint job "+job.ID)
+	if final.Pages != 2 {
+		t.Errorf("job pages = %d, want 2", final.Pages)
+	}
+	files := h.jobFiles(job.ID)
+	if want := []string{"input/document.md", "result.pdf"}; !slices.Equal(files, want) {
+		t.Errorf("stored files = %v, want exactly %v (one result, no leftovers)", files, want)
+	}
+	r.mu.Lock()
+	renders := r.calls[job.ID]
+	r.mu.Unlock()
+	if renders != rendersAfter {
+		t.Errorf("renders after restart = %d, want %d", renders, rendersAfter)
+	}
+
+	if orphan != "" {
+		// The orphan goes once it is older than TTL.
+		time.Sleep(time.Until(mustIDTime(t, orphan).Add(crashConfig().TTL + 100*time.Millisecond)))
+		res, err := h.svc.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Orphans != 1 {
+			t.Errorf("Sweep().Orphans = %d, want 1", res.Orphans)
+		}
+		if _, err := os.Stat(filepath.Join(h.store.Root(), "jobs", orphan)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("orphan input %s still stored (%v)", orphan, err)
 		}
 	}
 }

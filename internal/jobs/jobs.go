@@ -220,6 +220,14 @@ type Store interface {
 	Delete(ctx context.Context, prefix string) error
 }
 
+// creator is implemented by stores that can write a new object without
+// the atomic-replace machinery of Put (store.FS.Create). Inputs are written
+// with it when available: they are published by the job row's commit, not
+// by their own appearance, so Put's extra journal commit buys nothing there.
+type creator interface {
+	Create(ctx context.Context, key string, r io.Reader) error
+}
+
 // Lister is implemented by stores that can list the entries below a
 // prefix. With it, the sweep removes inputs whose job row was never
 // committed (a crash between storing the input and the commit).

@@ -12,7 +12,6 @@ import (
 // Keys of one job in the artifact store. They are deterministic, so a retry
 // or a rescued attempt writes the same result key and never a second result.
 //
-//	jobs/{id}/input/manifest.json   what the input holds (written last)
 //	jobs/{id}/input/document.md     the Markdown
 //	jobs/{id}/input/metadata.json   the JSON Binding, when given
 //	jobs/{id}/input/assets/{name}   each image, name escaped (AssetKey)
@@ -21,9 +20,6 @@ type Keys struct{ ID string }
 
 // Prefix is the folder of everything the job stored.
 func (k Keys) Prefix() string { return "jobs/" + k.ID }
-
-// Manifest is the key of the input description.
-func (k Keys) Manifest() string { return k.Prefix() + "/input/manifest.json" }
 
 // Document is the key of the Markdown.
 func (k Keys) Document() string { return k.Prefix() + "/input/document.md" }
@@ -66,8 +62,9 @@ func AssetKey(name string) string {
 	return b.String()
 }
 
-// manifest describes a stored input. It is written after the files it
-// lists, so a manifest that exists names only complete files.
+// manifest describes a stored input. It is kept in the job row
+// (input_manifest), which commits after the files it lists are durable, so
+// a manifest names only complete files — and costs no file sync of its own.
 type manifest struct {
 	Version  int             `json:"version"`
 	Name     string          `json:"name,omitempty"`

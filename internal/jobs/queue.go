@@ -39,8 +39,9 @@ func (sweepArgs) Kind() string { return "outprint_sweep" }
 // backend is River as the Service needs it, the same for both engines.
 type backend interface {
 	// inTx runs fn in one database transaction and commits when fn
-	// returns nil.
-	inTx(ctx context.Context, fn func(tx txOps) error) error
+	// returns nil. A durable commit survives power loss, not only a
+	// crash of the process; acceptance asks for it (see DB for SQLite).
+	inTx(ctx context.Context, durable bool, fn func(tx txOps) error) error
 	start(ctx context.Context) error
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
@@ -66,7 +67,7 @@ type riverBackend[TTx any, TDriver riverdriver.Driver[TTx]] struct {
 	client *river.Client[TTx]
 	// begin opens a transaction and returns it with a querier on it and
 	// its commit and rollback.
-	begin func(ctx context.Context) (TTx, querier, func(context.Context) error, func(context.Context), error)
+	begin func(ctx context.Context, durable bool) (TTx, querier, func(context.Context) error, func(context.Context), error)
 }
 
 func newBackend(db *DB, cfg *river.Config) (backend, error) {
@@ -77,15 +78,7 @@ func newBackend(db *DB, cfg *river.Config) (backend, error) {
 		}
 		return &riverBackend[*sql.Tx, *riversqlite.Driver]{
 			client: client,
-			begin: func(ctx context.Context) (*sql.Tx, querier, func(context.Context) error, func(context.Context), error) {
-				tx, err := db.sqlite.BeginTx(ctx, nil)
-				if err != nil {
-					return nil, nil, nil, nil, err
-				}
-				return tx, sqlQuerier{tx},
-					func(context.Context) error { return tx.Commit() },
-					func(context.Context) { _ = tx.Rollback() }, nil
-			},
+			begin: db.beginSQLite,
 		}, nil
 	}
 	client, err := river.NewClient(riverpgxv5.New(db.pg), cfg)
@@ -94,7 +87,8 @@ func newBackend(db *DB, cfg *river.Config) (backend, error) {
 	}
 	return &riverBackend[pgx.Tx, *riverpgxv5.Driver]{
 		client: client,
-		begin: func(ctx context.Context) (pgx.Tx, querier, func(context.Context) error, func(context.Context), error) {
+		// PostgreSQL commits durably in any case (synchronous_commit).
+		begin: func(ctx context.Context, _ bool) (pgx.Tx, querier, func(context.Context) error, func(context.Context), error) {
 			tx, err := db.pg.Begin(ctx)
 			if err != nil {
 				return nil, nil, nil, nil, err
@@ -104,8 +98,8 @@ func newBackend(db *DB, cfg *river.Config) (backend, error) {
 	}, nil
 }
 
-func (b *riverBackend[TTx, TDriver]) inTx(ctx context.Context, fn func(tx txOps) error) error {
-	tx, q, commit, rollback, err := b.begin(ctx)
+func (b *riverBackend[TTx, TDriver]) inTx(ctx context.Context, durable bool, fn func(tx txOps) error) error {
+	tx, q, commit, rollback, err := b.begin(ctx, durable)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

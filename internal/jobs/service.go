@@ -195,14 +195,15 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 		job.OutlineDocumentID = in.Outline.DocumentID
 	}
 	keys := Keys{job.ID}
-	if err := s.storeInput(ctx, keys, in); err != nil {
+	manifest, err := s.storeInput(ctx, keys, in)
+	if err != nil {
 		s.discardInput(ctx, keys)
 		return Job{}, false, fmt.Errorf("submit %s: store input: %w", job.ID, err)
 	}
 	s.failpoint(FailAfterInputStore)
 
 	errKeyTaken := errors.New("idempotency key taken")
-	err = s.q.inTx(ctx, func(tx txOps) error {
+	err = s.q.inTx(ctx, true, func(tx txOps) error {
 		if in.IdempotencyKey != "" {
 			n, err := tx.exec(ctx, `INSERT INTO outprint_idempotency (tenant, key, request_digest, job_id, created_at)
 				VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, key) DO NOTHING`,
@@ -219,10 +220,10 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 			return err
 		}
 		_, err = tx.exec(ctx, `INSERT INTO outprint_jobs (id, tenant, user_id, name, state, max_attempts,
-				source, outline_document_id, digest, river_job_id, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				source, outline_document_id, digest, input_manifest, river_job_id, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			job.ID, job.Tenant, job.User, job.Name, job.State, s.cfg.MaxAttempts,
-			job.Source, job.OutlineDocumentID, digest, riverID, job.CreatedAt, job.ExpiresAt)
+			job.Source, job.OutlineDocumentID, digest, manifest, riverID, job.CreatedAt, job.ExpiresAt)
 		if err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
@@ -265,15 +266,20 @@ func (s *Service) byKey(ctx context.Context, tenant, key, digest string) (Job, e
 	return job, err
 }
 
-// storeInput writes the input files and then the manifest that lists them.
-func (s *Service) storeInput(ctx context.Context, k Keys, in Input) error {
+// storeInput writes the input files and returns the manifest (JSON) that
+// the job row records.
+func (s *Service) storeInput(ctx context.Context, k Keys, in Input) (string, error) {
+	put := s.store.Put
+	if c, ok := s.store.(creator); ok {
+		put = c.Create
+	}
 	m := manifest{Version: 1, Name: in.Name, Metadata: len(in.Metadata) > 0, Outline: in.Outline}
-	if err := s.store.Put(ctx, k.Document(), bytes.NewReader(in.Markdown)); err != nil {
-		return err
+	if err := put(ctx, k.Document(), bytes.NewReader(in.Markdown)); err != nil {
+		return "", err
 	}
 	if m.Metadata {
-		if err := s.store.Put(ctx, k.Metadata(), bytes.NewReader(in.Metadata)); err != nil {
-			return err
+		if err := put(ctx, k.Metadata(), bytes.NewReader(in.Metadata)); err != nil {
+			return "", err
 		}
 	}
 	names := make([]string, 0, len(in.Assets))
@@ -285,19 +291,19 @@ func (s *Service) storeInput(ctx context.Context, k Keys, in Input) error {
 	for _, name := range names {
 		key := k.Asset(name)
 		if seen[key] {
-			return fmt.Errorf("assets %q and another name map to the same key", name)
+			return "", fmt.Errorf("assets %q and another name map to the same key", name)
 		}
 		seen[key] = true
-		if err := s.store.Put(ctx, key, bytes.NewReader(in.Assets[name])); err != nil {
-			return err
+		if err := put(ctx, key, bytes.NewReader(in.Assets[name])); err != nil {
+			return "", err
 		}
 		m.Assets = append(m.Assets, manifestAsset{Name: name, Key: key, Size: len(in.Assets[name])})
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return s.store.Put(ctx, k.Manifest(), bytes.NewReader(b))
+	return string(b), nil
 }
 
 // discardInput removes an input whose job was not created. Failing here
@@ -313,14 +319,15 @@ func (s *Service) discardInput(ctx context.Context, k Keys) {
 // loadInput reads a job's stored input.
 func (s *Service) loadInput(ctx context.Context, job Job, attempt int) (RenderInput, error) {
 	k := Keys{job.ID}
-	mb, err := s.readAll(ctx, k.Manifest())
-	if err != nil {
-		return RenderInput{}, err
-	}
-	var m manifest
-	if err := json.Unmarshal(mb, &m); err != nil {
+	var mj string
+	if err := s.db.pool().queryRow(ctx, `SELECT input_manifest FROM outprint_jobs WHERE id = $1`, job.ID).Scan(&mj); err != nil {
 		return RenderInput{}, fmt.Errorf("manifest: %w", err)
 	}
+	var m manifest
+	if err := json.Unmarshal([]byte(mj), &m); err != nil {
+		return RenderInput{}, fmt.Errorf("manifest: %w", err)
+	}
+	var err error
 	in := RenderInput{
 		JobID: job.ID, Attempt: attempt, Tenant: job.Tenant, User: job.User, Name: m.Name,
 		Outline: m.Outline, Assets: make(map[string][]byte, len(m.Assets)),
@@ -450,7 +457,7 @@ func (s *Service) Cancel(ctx context.Context, tenant, id string) (Job, error) {
 	}
 	now := s.now()
 	cancelled := false
-	err := s.q.inTx(ctx, func(tx txOps) error {
+	err := s.q.inTx(ctx, true, func(tx txOps) error {
 		var riverID *int64
 		err := tx.queryRow(ctx, `UPDATE outprint_jobs SET state = 'cancelled', phase = '', finished_at = $3, expires_at = $4
 			WHERE id = $1 AND tenant = $2 AND state IN ('queued', 'running') RETURNING river_job_id`,

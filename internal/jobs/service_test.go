@@ -100,7 +100,7 @@ func TestSubmitGetList(t *testing.T) {
 
 			// Inputs are stored at deterministic keys before the row.
 			files := h.jobFiles(a.ID)
-			want := []string{"input/assets/%2E.%2Fevil.png", "input/assets/img%2Fa.png", "input/document.md", "input/manifest.json", "input/metadata.json"}
+			want := []string{"input/assets/%2E.%2Fevil.png", "input/assets/img%2Fa.png", "input/document.md", "input/metadata.json"}
 			if !slices.Equal(files, want) {
 				t.Errorf("stored files = %v, want %v", files, want)
 			}

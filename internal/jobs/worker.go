@@ -179,7 +179,7 @@ var errNotRunning = errors.New("job no longer running")
 // transaction, so that neither can happen without the other.
 func (s *Service) succeed(ctx context.Context, rj *river.Job[renderArgs], pages int) error {
 	now := s.now()
-	return s.q.inTx(ctx, func(tx txOps) error {
+	return s.q.inTx(ctx, false, func(tx txOps) error {
 		n, err := tx.exec(ctx, `UPDATE outprint_jobs SET state = 'succeeded', phase = '', pages = $2, finished_at = $3,
 				expires_at = $4, error_code = '', error_message = ''
 			WHERE id = $1 AND state = 'running'`, rj.Args.JobID, pages, now, now.Add(s.cfg.TTL))

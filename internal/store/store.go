@@ -90,13 +90,21 @@ func (s *FS) path(key string) (string, error) {
 // The object becomes visible only complete: Put writes a temporary file,
 // syncs it, renames it into place and syncs the folder, so once Put returns
 // the object survives a crash, and before that no reader sees it.
+//
+// Folders Put creates are synced after the file, not one by one before it:
+// on a journaling filesystem the file's sync commits the folders' creation
+// too, so the later folder syncs find nothing left to write. That keeps a
+// Put into a new job's folder at two journal commits, which is what bounds
+// acceptance throughput. A Put that finds its folder already there relies on
+// the Put that created it having returned.
 func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	p, err := s.path(key)
 	if err != nil {
 		return err
 	}
 	dir := filepath.Dir(p)
-	if err := s.mkdirs(dir); err != nil {
+	created, err := s.mkdirs(dir)
+	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	var rnd [8]byte
@@ -130,35 +138,89 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	if err = syncDir(dir); err != nil {
 		return fmt.Errorf("put %s: sync folder: %w", key, err)
 	}
+	// Each created folder's entry lives in its parent; deepest first.
+	for i := len(created) - 1; i >= 0; i-- {
+		if err = syncDir(filepath.Dir(created[i])); err != nil {
+			return fmt.Errorf("put %s: sync folder: %w", key, err)
+		}
+	}
 	return nil
 }
 
-// mkdirs creates dir and its missing parents below the root, syncing each
-// parent whose entry list changed so the new folders survive a crash too.
-func (s *FS) mkdirs(dir string) error {
+// Create stores r under key, which must not exist yet, durably but
+// without Put's temporary file: the object is written in place with
+// O_EXCL, synced, and its folder and new parent folders are synced. That
+// saves Put's second journal commit (the rename), which is what limits job
+// acceptance throughput. The price is visibility: until Create returns, and
+// after a crash while it ran, the key may hold part of the data. Use it
+// only for objects that something else publishes after Create returns —
+// job inputs, which nobody reads before the job row that names them
+// commits. A key that exists already is an error wrapping fs.ErrExist.
+func (s *FS) Create(ctx context.Context, key string, r io.Reader) (err error) {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	created, err := s.mkdirs(dir)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", key, err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", key, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(p)
+		}
+	}()
+	if err = copyCtx(ctx, f, r); err != nil {
+		return fmt.Errorf("create %s: write: %w", key, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("create %s: sync: %w", key, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("create %s: close: %w", key, err)
+	}
+	if err = syncDir(dir); err != nil {
+		return fmt.Errorf("create %s: sync folder: %w", key, err)
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		if err = syncDir(filepath.Dir(created[i])); err != nil {
+			return fmt.Errorf("create %s: sync folder: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// mkdirs creates dir and its missing parents below the root and returns
+// the folders it created, outermost first.
+func (s *FS) mkdirs(dir string) ([]string, error) {
 	if _, err := os.Stat(dir); err == nil {
-		return nil
+		return nil, nil
 	}
 	rel, err := filepath.Rel(s.root, dir)
 	if err != nil || rel == "." {
-		return err
+		return nil, err
 	}
+	var created []string
 	cur := s.root
 	for _, seg := range strings.Split(rel, string(filepath.Separator)) {
 		next := filepath.Join(cur, seg)
 		err := os.Mkdir(next, 0o750)
 		switch {
 		case err == nil:
-			if err := syncDir(cur); err != nil {
-				return err
-			}
+			created = append(created, next)
 		case errors.Is(err, fs.ErrExist):
 		default:
-			return err
+			return created, err
 		}
 		cur = next
 	}
-	return nil
+	return created, nil
 }
 
 // Get opens the object stored under key. It returns an error wrapping

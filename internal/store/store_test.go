@@ -201,3 +201,34 @@ func read(t *testing.T, s *FS, key string) string {
 	}
 	return b.String()
 }
+
+func TestCreate(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, "jobs/a/input/document.md", strings.NewReader("# doc")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, s, "jobs/a/input/document.md"), "# doc"; got != want {
+		t.Errorf("Get after Create = %q, want %q", got, want)
+	}
+	// Create never replaces: an existing key is an error and keeps its data.
+	if err := s.Create(ctx, "jobs/a/input/document.md", strings.NewReader("other")); !errors.Is(err, os.ErrExist) {
+		t.Errorf("Create(existing) = %v, want ErrExist", err)
+	}
+	if got, want := read(t, s, "jobs/a/input/document.md"), "# doc"; got != want {
+		t.Errorf("Get after refused Create = %q, want %q", got, want)
+	}
+	// A failed write leaves nothing under the key.
+	if err := s.Create(ctx, "jobs/b/input/document.md", &failingReader{n: 2}); err == nil {
+		t.Fatal("Create(failing reader) = nil, want an error")
+	}
+	if _, err := s.Get(ctx, "jobs/b/input/document.md"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after failed Create = %v, want ErrNotFound", err)
+	}
+	if err := s.Create(ctx, "../x", strings.NewReader("x")); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("Create(../x) = %v, want ErrInvalidKey", err)
+	}
+}

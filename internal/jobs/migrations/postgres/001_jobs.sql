@@ -17,6 +17,10 @@ CREATE TABLE outprint_jobs (
     source              text NOT NULL CHECK (source IN ('markdown', 'outline')),
     outline_document_id text NOT NULL DEFAULT '',
     digest              text NOT NULL,
+    -- What the stored input holds (file name, metadata present, asset
+    -- names and keys, Outline source): JSON, a few hundred bytes. It is
+    -- committed with the row, after the files it names are durable.
+    input_manifest      text NOT NULL DEFAULT '',
     river_job_id        bigint,
     created_at          timestamptz NOT NULL,
     started_at          timestamptz,
