@@ -482,6 +482,22 @@ func TestPoolErrors(t *testing.T) {
 	})
 }
 
+// TestPoolWarmupHang: a process that never gets warm is killed at the
+// warm-up timeout; the render that waited for it fails instead of hanging.
+func TestPoolWarmupHang(t *testing.T) {
+	p := newTestPool(t, PoolConfig{WarmupTimeout: 3 * time.Second})
+	_, err := p.Run(context.Background(), Job{Preamble: testPreamble + "\\loop\\iftrue\\repeat\n", Body: "x\n"})
+	if err == nil || !strings.Contains(err.Error(), "not warm after 3s") {
+		t.Fatalf("Run(hanging preamble) = %v, want a warm-up timeout", err)
+	}
+	if s := p.Stats(); s.Failures != 1 || s.Warming != 0 {
+		t.Errorf("Stats = %+v, want one failure and nothing warming", s)
+	}
+	if left := procsUnder(p.cfg.Runner.TempDir); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+}
+
 // TestPoolEviction: with room for one process, a render of another
 // preamble takes the place of the idle one.
 func TestPoolEviction(t *testing.T) {
