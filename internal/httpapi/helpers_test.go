@@ -57,7 +57,7 @@ type envOptions struct {
 // testEnv is a real server on a loopback port: the real pipeline with real
 // XeLaTeX, real admission, real metrics.
 type testEnv struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	adm *admission.Controller
 	reg *prometheus.Registry
@@ -65,7 +65,7 @@ type testEnv struct {
 	logs *syncBuffer
 }
 
-func newEnv(t *testing.T, o envOptions) *testEnv {
+func newEnv(t testing.TB, o envOptions) *testEnv {
 	t.Helper()
 	testenv.Require(t, "xelatex", "rsvg-convert")
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir(), Timeout: o.limits.Timeout})
@@ -120,7 +120,7 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 
 // loadConfig builds the configuration through config.Load, as serve does:
 // keys go into a YAML file as SHA-256 digests.
-func loadConfig(t *testing.T, keys map[string]string) *config.Config {
+func loadConfig(t testing.TB, keys map[string]string) *config.Config {
 	t.Helper()
 	path := ""
 	if len(keys) > 0 {
@@ -143,7 +143,7 @@ func loadConfig(t *testing.T, keys map[string]string) *config.Config {
 }
 
 // loadYAML loads a configuration file with the given text.
-func loadYAML(t *testing.T, yaml string) *config.Config {
+func loadYAML(t testing.TB, yaml string) *config.Config {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "outprint.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
