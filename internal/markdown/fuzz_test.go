@@ -27,7 +27,7 @@ var vocabulary = func() map[string]bool {
 		emph textbf href hyperlink footnote footnotetext item begin end
 		section subsection subsubsection paragraph subparagraph texorpdfstring
 		special setcounter par toprule midrule bottomrule endfirsthead endhead small footnotesize
-		noindent linewidth textheight optw arabic`) {
+		noindent linewidth textheight optw arabic null`) {
 		vocabulary[w] = true
 	}
 	for _, m := range FontMacros() {

@@ -90,6 +90,10 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 	}
 	r.blocks(d.root)
 	r.nl()
+	if cleanLine(meta.Title) == "" && !toc && d.root.ChildCount() == 0 {
+		// TeX makes no PDF without a page: an empty document gets one.
+		r.raw("\\null\n")
+	}
 	out := &Output{Body: string(r.b), Lines: r.lines, Warnings: r.warnings, TOC: toc}
 	if n := longestLine(out.Body); n > 2*softLine+maxCodeLine*8 {
 		return nil, fmt.Errorf("latex: line of %d bytes", n)

@@ -200,3 +200,24 @@ func TestXeLaTeXLongURL(t *testing.T) {
 		t.Errorf("%d link annotations with the whole URL, want 2", n)
 	}
 }
+
+// TestXeLaTeXEmpty: an empty document without a title still makes a PDF.
+func TestXeLaTeXEmpty(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdfinfo")
+	if testing.Short() {
+		t.Skip("compiles TeX")
+	}
+	d, err := Parse(nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.LaTeX(Meta{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, _ := compileTeX(t, t.TempDir(), "empty", Preamble(Profile{})+"\\begin{document}\n"+out.Body+"\\end{document}\n")
+	info, err := exec.Command("pdfinfo", pdf).Output()
+	if err != nil || !strings.Contains(string(info), "Pages:           1") {
+		t.Errorf("pdfinfo empty.pdf = %v\n%s", err, info)
+	}
+}
