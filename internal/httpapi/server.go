@@ -1,5 +1,6 @@
 // Package httpapi is outprint's HTTP surface (SPEC §4–§5): synchronous
-// renders, health and metrics. It is the only place where errors become
+// renders (POST /v1/render), Outline documents (GET /render/{id} and
+// /status/{id}, outline.go), health and metrics. It is the only place where errors become
 // status codes and client text: every non-2xx answer is the error list of
 // SPEC §5, written by writeError, and internal error text stays in the logs,
 // tied to the request id.
