@@ -282,11 +282,27 @@ func TestLongLines(t *testing.T) {
 		word, "# " + word, "| " + word + " |\n|---|\n| a |", "`" + word + "`", "```\n" + word + "\n```",
 		"[" + word + "](https://example.com/" + word + ")", strings.Repeat("a ", 200_000),
 		"$$\n" + strings.Repeat("x+", 1500) + "x\n$$", "- " + word, "__" + word + "__",
+		strings.Repeat("| a ", 3000) + "|\n" + strings.Repeat("|---", 3000) + "|\n",
 	} {
 		out := body(t, src, Options{}, Meta{Title: word})
 		if n := longestLine(out.Body); n > 20_000 {
 			t.Errorf("longest line %d bytes for input %q…", n, src[:20])
 		}
+	}
+}
+
+// TestWideTable: a table wider than a page can hold becomes paragraphs.
+func TestWideTable(t *testing.T) {
+	n := maxTableColumns + 1
+	src := strings.Repeat("| h ", n) + "|\n" + strings.Repeat("|---", n) + "|\n" + strings.Repeat("| c ", n) + "|\n"
+	out := body(t, src, Options{}, Meta{})
+	if strings.Contains(out.Body, "longtable") || strings.Count(out.Body, `\textbar{}`) != 2*(n-1) {
+		t.Errorf("wide table not set as paragraphs:\n%s", out.Body)
+	}
+	n = maxTableColumns
+	src = strings.Repeat("| h ", n) + "|\n" + strings.Repeat("|---", n) + "|\n"
+	if out := body(t, src, Options{}, Meta{}); !strings.Contains(out.Body, "longtable") {
+		t.Errorf("table of %d columns not a longtable", n)
 	}
 }
 

@@ -37,6 +37,37 @@ func (c cellSize) lines(w float64) float64 {
 	return n
 }
 
+// maxTableColumns bounds the columns set as a table. A page holds no more
+// (each would be narrower than a word), and TeX runs out of memory
+// building the column list of a few hundred; wider tables are set as one
+// paragraph per row, cells separated by bars.
+const maxTableColumns = 24
+
+// wideTable sets a table too wide for the page as paragraphs, the header
+// row bold.
+func (r *writer) wideTable(rows []ast.Node) {
+	for _, row := range rows {
+		r.at(row)
+		r.nl()
+		_, header := row.(*extast.TableHeader)
+		r.cell = true
+		if header {
+			r.raw(`\opthead{`)
+		}
+		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
+			if c != row.FirstChild() {
+				r.raw(` \textbar{} `)
+			}
+			r.inlines(c)
+		}
+		if header {
+			r.raw(`}`)
+		}
+		r.cell = false
+		r.raw(`\par` + "\n")
+	}
+}
+
 // maxSampleRows bounds the rows the width computation looks at: a long
 // table's first rows tell its columns well enough.
 const maxSampleRows = 64
@@ -167,6 +198,10 @@ func (r *writer) table(t *extast.Table) {
 	if ncol == 0 || len(rows) == 0 {
 		return
 	}
+	if ncol > maxTableColumns {
+		r.wideTable(rows)
+		return
+	}
 	cells := make([][]cellSize, len(rows))
 	for i, row := range rows {
 		// Header cells are bold, about a quarter wider.
@@ -222,7 +257,11 @@ func (r *writer) table(t *extast.Table) {
 		default:
 			spec.WriteString(`>{\opcelll}`)
 		}
-		fmt.Fprintf(&spec, `p{%.4f\optw}`, shares[j])
+		// Rounded down, so that the columns never add up to more than the line.
+		fmt.Fprintf(&spec, `p{%.4f\optw}`, math.Floor(shares[j]*10000)/10000)
+		if j%16 == 15 {
+			spec.WriteString("%\n") // a wide table's column list spans lines
+		}
 	}
 	spec.WriteString("@{}")
 	if env == "longtable" {
