@@ -291,6 +291,18 @@ func TestLongLines(t *testing.T) {
 	}
 }
 
+// TestLongParagraph: a giant paragraph is set in parts.
+func TestLongParagraph(t *testing.T) {
+	out := body(t, strings.Repeat("lorem ipsum dolor sit amet ", 4000), Options{}, Meta{})
+	if n := strings.Count(out.Body, `\opbrk{}`); n < 5 || n > 8 {
+		t.Errorf("%d paragraph cuts in 108 KB, want about 6", n)
+	}
+	out = body(t, strings.Repeat("lorem ipsum dolor sit amet\n\n", 4000), Options{}, Meta{})
+	if strings.Contains(out.Body, `\opbrk{}`) {
+		t.Errorf("short paragraphs cut")
+	}
+}
+
 // TestWideTable: a table wider than a page can hold becomes paragraphs.
 func TestWideTable(t *testing.T) {
 	n := maxTableColumns + 1
