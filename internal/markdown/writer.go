@@ -47,6 +47,7 @@ const (
 	maxFrameDepth = 3
 	maxURLBytes   = 4000
 	maxBookmark   = 200 // runes of a heading's bookmark text
+	maxBodyLine   = 100_000
 )
 
 var sectionCommands = [...]string{"section", "subsection", "subsubsection", "paragraph", "subparagraph"}
@@ -95,7 +96,10 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 		r.raw("\\null\n")
 	}
 	out := &Output{Body: string(r.b), Lines: r.lines, Warnings: r.warnings, TOC: toc}
-	if n := longestLine(out.Body); n > 2*softLine+maxCodeLine*8 {
+	// A guard, not a limit users meet: TeX's line buffer holds 200,000
+	// bytes, and the writer's lines stay far below (code lines are cut to
+	// maxCodeLine runes before highlighting).
+	if n := longestLine(out.Body); n > maxBodyLine {
 		return nil, fmt.Errorf("latex: line of %d bytes", n)
 	}
 	return out, nil
