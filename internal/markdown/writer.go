@@ -1038,7 +1038,7 @@ func (r *writer) linkNode(n *ast.Link) {
 				r.warn(n, "%s", problem)
 			}
 			label := m[1] + " (" + formatSize(size) + ")"
-			r.hyper(t, func() { r.text(label, modeText) })
+			r.hyper(n, t, func() { r.text(label, modeText) })
 			return
 		}
 	}
@@ -1046,7 +1046,7 @@ func (r *writer) linkNode(n *ast.Link) {
 	if problem != "" {
 		r.warn(n, "%s", problem)
 	}
-	r.hyper(t, func() { r.inlines(n) })
+	r.hyper(n, t, func() { r.inlines(n) })
 }
 
 func (r *writer) autoLink(n *ast.AutoLink) {
@@ -1059,7 +1059,7 @@ func (r *writer) autoLink(n *ast.AutoLink) {
 	if problem != "" {
 		r.warn(n, "%s", problem)
 	}
-	r.hyper(t, func() {
+	r.hyper(n, t, func() {
 		r.raw(`\opurl{`)
 		r.text(label, modeCode)
 		r.raw(`}`)
@@ -1068,7 +1068,7 @@ func (r *writer) autoLink(n *ast.AutoLink) {
 
 // hyper writes a link around body, or body alone when there is no target
 // or the link is inside another link.
-func (r *writer) hyper(t target, body func()) {
+func (r *writer) hyper(n ast.Node, t target, body func()) {
 	switch {
 	case r.link || t.url == "" && t.dest == "":
 		body()
@@ -1083,6 +1083,7 @@ func (r *writer) hyper(t target, body func()) {
 	default:
 		u := hrefURL(t.url)
 		if len(u) > maxURLBytes {
+			r.warn(n, "link target of %d bytes kept as text: at most %d", len(t.url), maxURLBytes)
 			body()
 			return
 		}
