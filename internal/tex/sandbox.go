@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -101,6 +103,8 @@ type proc struct {
 
 	mu   sync.Mutex
 	tail []byte // the last outputTail bytes of stdout+stderr
+
+	killed atomic.Bool // killGroup was called
 
 	// follower is a process of the leader's group that finishes the
 	// leader's work after it (the pre-started xdvipdfmx of a warm
@@ -271,7 +275,53 @@ func (p *proc) output() string {
 
 // killGroup sends SIGKILL to every process of the group.
 func (p *proc) killGroup() {
+	p.killed.Store(true)
 	_ = unix.Kill(-p.pgid, unix.SIGKILL)
+}
+
+// waitGroupDead waits (at most 5 s) until no process of the group runs:
+// SIGKILL is delivered asynchronously, so members (sh, cat, xdvipdfmx) may
+// still run for a moment after kill returns. Killed children whose parent
+// died first stay zombies until init reaps them; they count as dead. It
+// must run before the leader is reaped, which keeps the group id from
+// being reused.
+func waitGroupDead(pgid int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for groupRuns(pgid) && time.Now().Before(deadline) {
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// groupRuns reports whether a process of group pgid is alive and not a
+// zombie, from /proc.
+func groupRuns(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:])) // state, ppid, pgrp, ...
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 // reap kills whatever is left of the group, reaps the follower and then
@@ -280,6 +330,12 @@ func (p *proc) killGroup() {
 // once, when the process has exited or its group has been killed.
 func (p *proc) reap() *os.ProcessState {
 	<-p.exited
+	if p.pgid == p.pid && p.killed.Load() {
+		// We killed the group (timeout, cancel, shutdown): make sure it
+		// is gone before the render returns.
+		p.killGroup()
+		waitGroupDead(p.pgid)
+	}
 	p.killGroup()
 	if f := p.follower; f != nil {
 		f.reap()
