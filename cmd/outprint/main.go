@@ -3,6 +3,7 @@
 //
 //	outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
 //	outprint serve [--config FILE]
+//	outprint migrate [--config FILE]
 //	outprint config check [FILE]
 //
 // Exit codes: 0 success, 1 document or limit errors, 2 usage, 3 internal.
@@ -35,6 +36,7 @@ func main() {
 const usage = `usage:
   outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
   outprint serve [--config FILE]        HTTP service (default 127.0.0.1:8080)
+  outprint migrate [--config FILE]      create or update the job database
   outprint config check [FILE]          print the effective configuration
 The configuration file is --config FILE or $OUTPRINT_CONFIG; OUTPRINT_*
 variables override it (see README, "Running the service").
@@ -50,6 +52,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return renderCmd(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "config":
 		return configCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":

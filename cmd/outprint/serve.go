@@ -166,6 +166,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	if hooks.wrap != nil {
 		renderer = hooks.wrap(pipeline)
 	}
+
+	// Jobs render through the same Render stage and hold an admission
+	// slot while they do (jobs.go). Their workers start with the server
+	// and drain in shutdown.
+	jr, err := openJobs(ctx, cfg, pipeline, renderer, adm, m, log)
+	if err != nil {
+		log.Error("jobs", "err", err, "setting", "database (OUTPRINT_DATABASE)")
+		return exitInternal
+	}
+	defer jr.close()
+	if err := jr.svc.Start(context.WithoutCancel(ctx)); err != nil {
+		log.Error("jobs", "err", err)
+		return exitInternal
+	}
 	api := httpapi.New(httpapi.Config{
 		Pipeline:     pipeline,
 		Renderer:     renderer,
@@ -174,9 +188,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		Anonymous:    cfg.Anonymous(),
 		RemoteImages: remote,
 		Outline:      wiki,
+		Jobs:         jr.svc,
 		Ready: func(ctx context.Context) error {
 			if err := probe.err(); err != nil {
 				return err
+			}
+			if err := jr.db.Ping(ctx); err != nil {
+				return fmt.Errorf("job database: %w", err)
 			}
 			return checkWritable(cfg.DataDir)
 		},
@@ -216,15 +234,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		log.Error("server stopped", "err", err)
 		code = exitInternal
 	}
-	shutdown(hs, ln, adm, cancelBase, cfg.Shutdown.Grace, log)
+	shutdown(hs, ln, adm, jr, cancelBase, cfg.Shutdown.Grace, log)
 	return code
 }
 
 // shutdown stops the service (SPEC §7): no new connections, queued
-// requests answered 503 at once (admission.Close), running renders given
-// the grace period to finish, then stopped. A second SIGINT or SIGTERM
-// skips the rest of the grace.
-func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, cancelBase context.CancelCauseFunc, grace time.Duration, log *slog.Logger) {
+// requests answered 503 at once (admission.Close), no new job claimed,
+// running renders and jobs given the grace period to finish, then stopped
+// (jobs go back to the queue for the next process). A second SIGINT or
+// SIGTERM skips the rest of the grace.
+func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, jr *jobRuntime, cancelBase context.CancelCauseFunc, grace time.Duration, log *slog.Logger) {
 	st := adm.Stats()
 	log.Info("shutting down", "running", st.Running, "queued", st.Queued, "grace", grace.String())
 	// Stop accepting before the queued requests hear 503, so that a
@@ -248,6 +267,13 @@ func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, cance
 		}
 	}()
 
+	// The job workers drain beside the HTTP server, within the same grace.
+	jobsDrained := make(chan struct{})
+	go func() { // ends when the drain does: by the grace plus a bounded write-back
+		defer close(jobsDrained)
+		jr.drain(graceCtx, adm, log)
+	}()
+
 	if hs.Shutdown(graceCtx); graceCtx.Err() != nil {
 		st := adm.Stats()
 		log.Warn("grace period over: stopping running renders", "running", st.Running)
@@ -258,6 +284,7 @@ func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, cance
 			hs.Close()
 		}
 	}
+	<-jobsDrained
 	// Every handler has returned or been cut off; wait for the tickets of
 	// any handler still unwinding so no render outlives the process.
 	select {

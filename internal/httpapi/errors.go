@@ -82,6 +82,9 @@ func errorAnswer(err error) (status int, problems []limits.Problem, retryAfter i
 	if status, problems, retryAfter, ok := outlineAnswer(err); ok {
 		return status, problems, retryAfter
 	}
+	if status, problems, retryAfter, ok := jobsAnswer(err); ok {
+		return status, problems, retryAfter
+	}
 	switch {
 	case errors.As(err, &ref):
 		le := ref.LimitsError()

@@ -1,6 +1,7 @@
 // Package httpapi is outprint's HTTP surface (SPEC §4–§5): synchronous
 // renders (POST /v1/render), Outline documents (GET /render/{id} and
-// /status/{id}, outline.go), health and metrics. It is the only place where errors become
+// /status/{id}, outline.go), durable jobs (/v1/jobs, jobs.go), health and
+// metrics. It is the only place where errors become
 // status codes and client text: every non-2xx answer is the error list of
 // SPEC §5, written by writeError, and internal error text stays in the logs,
 // tied to the request id.
@@ -29,6 +30,7 @@ import (
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/render"
 )
@@ -85,6 +87,10 @@ type Config struct {
 	// /status/{documentId} for Outline's readers (outline.go); nil answers
 	// them 404.
 	Outline *outline.Client
+	// Jobs, when set, serves the job routes of SPEC §5 (POST and GET
+	// /v1/jobs, GET and DELETE /v1/jobs/{id}, GET /v1/jobs/{id}/result;
+	// jobs.go); nil answers them 404.
+	Jobs *jobs.Service
 	// Ready reports whether the service can render (TeX, data folder);
 	// nil means always ready.
 	Ready func(ctx context.Context) error
@@ -152,6 +158,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1/render", method(s, http.MethodPost, s.renderAPI))
 	mux.Handle("/render/{documentId}", method(s, http.MethodGet, s.outlineRender))
 	mux.Handle("/status/{documentId}", method(s, http.MethodGet, s.outlineStatus))
+	s.jobRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotFound)
 	})

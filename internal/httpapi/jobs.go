@@ -1,0 +1,733 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/jobs"
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/outline"
+	"github.com/outprint/outprint/internal/render"
+)
+
+// The job routes (SPEC §5 "Jobs"): a render that does not hold a
+// connection open. Acceptance runs the same cheap checks as POST
+// /v1/render (size, Binding, math) and fetches and validates the images,
+// so that a broken document is refused with its 4xx at once instead of
+// becoming a failed job. What passes is stored with the job
+// (jobs.Service.Submit) before the 202 answer: the Markdown, the metadata
+// and the bytes of every image the document references, uploaded or
+// fetched — for Outline documents with the reader's cookie, which is
+// never stored. The worker renders from those bytes alone.
+//
+// Callers are identified as on /v1/render (API key, or "local" in
+// anonymous mode) or, with Outline configured and no Authorization
+// header, by Outline's accessToken cookie (user = Outline's user id,
+// tenant = the team). Jobs belong to a tenant: another tenant's job is 404,
+// never 403, so ids cannot be probed.
+//
+// Every answer of these routes carries no-store (a job's state changes
+// and belongs to one caller) and nosniff (outprint may be mounted on
+// Outline's origin).
+
+// Codes of the job routes' own answers.
+const (
+	CodeIdempotencyMismatch = "idempotency_mismatch" // 409: the key was used for another request
+	CodeResultNotReady      = "result_not_ready"     // 409: the job has not succeeded (yet)
+	CodeExpired             = "expired"              // 410: the result was deleted after jobs.ttl
+)
+
+// jobsPath is the collection of jobs; a job is jobsPath/{id}.
+const jobsPath = "/v1/jobs"
+
+// jobRoutes registers the job routes on mux when a job service is
+// configured.
+func (s *Server) jobRoutes(mux *http.ServeMux) {
+	if s.cfg.Jobs == nil {
+		return
+	}
+	mux.Handle(jobsPath, methods(s, map[string]http.HandlerFunc{
+		http.MethodPost: s.submitJob,
+		http.MethodGet:  s.listJobs,
+	}))
+	mux.Handle(jobsPath+"/{id}", methods(s, map[string]http.HandlerFunc{
+		http.MethodGet:    s.getJob,
+		http.MethodDelete: s.cancelJob,
+	}))
+	mux.Handle(jobsPath+"/{id}/result", methods(s, map[string]http.HandlerFunc{
+		http.MethodGet: s.jobResult,
+	}))
+}
+
+// methods is method for routes with more than one method: 405 with the
+// error list and an Allow header for any other (GET also accepts HEAD).
+func methods(s *Server, hs map[string]http.HandlerFunc) http.Handler {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		if hs[m] != nil {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	allowed := strings.Join(allow, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		m := r.Method
+		if m == http.MethodHead {
+			m = http.MethodGet
+		}
+		if h := hs[m]; h != nil {
+			h(w, r)
+			return
+		}
+		w.Header().Set("Allow", allowed)
+		s.writeError(w, r, errMethod)
+	})
+}
+
+// caller is who asks, and whether Outline's cookie said so (as opposed to
+// an API key or anonymous mode).
+type caller struct {
+	identity
+	byCookie bool
+}
+
+// jobCaller identifies the caller of a job route: an Authorization header
+// is an API key (checked as on /v1/render, even when a cookie came along);
+// without one, Outline's accessToken cookie when Outline is configured;
+// otherwise anonymous mode or 401.
+func (s *Server) jobCaller(r *http.Request) (caller, error) {
+	if r.Header.Get("Authorization") == "" && s.cfg.Outline != nil {
+		if token := outline.TokenFromRequest(r); token != "" {
+			u, err := s.cfg.Outline.AuthInfo(r.Context(), token)
+			if err != nil {
+				return caller{}, err
+			}
+			return caller{identity: identity{user: u.ID, tenant: u.TeamID}, byCookie: true}, nil
+		}
+	}
+	id, err := s.authenticate(r)
+	return caller{identity: id}, err
+}
+
+// submitJob is POST /v1/jobs: cheap checks, images fetched and validated,
+// input stored and the job committed, then 202 with the job's address. A
+// repeated Idempotency-Key with the same request answers 200 with the
+// original job.
+func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
+	c, err := s.jobCaller(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in, err := s.readJob(w, r, c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in.Tenant, in.User = c.tenant, c.user
+	in.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	job, created, err := s.cfg.Jobs.Submit(r.Context(), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusAccepted
+		s.log.InfoContext(r.Context(), "job accepted", "request_id", requestID(r.Context()), "job", job.ID,
+			"user", c.user, "tenant", c.tenant, "source", job.Source, "images", len(in.Assets))
+	}
+	w.Header().Set("Location", jobLink(job.ID))
+	writeJSON(w, status, newJobView(job))
+}
+
+// jobBody is the JSON body of POST /v1/jobs: that of /v1/render, or an
+// Outline document.
+type jobBody struct {
+	Markdown *string         `json:"markdown"`
+	Metadata json.RawMessage `json:"metadata"`
+	Source   *struct {
+		Outline *struct {
+			DocumentID string `json:"documentId"`
+		} `json:"outline"`
+	} `json:"source"`
+}
+
+// readJob reads the body of POST /v1/jobs and runs everything acceptance
+// asks of it: the cheap checks and the image fetch. It returns the input
+// to store, without tenant, user and key.
+func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller) (jobs.Input, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return jobs.Input{}, errUnsupported
+	}
+	if mt != "application/json" {
+		if c.byCookie {
+			// A browser sends a cookie with a cross-site form post,
+			// but never with a cross-site JSON post it was not allowed
+			// (CORS preflight): cookie callers are held to JSON.
+			return jobs.Input{}, errCookieJSON
+		}
+		req, err := s.readRenderRequest(w, r)
+		if err != nil {
+			return jobs.Input{}, err
+		}
+		return s.prepareJob(r.Context(), req, uploadDigest(req))
+	}
+	body, err := s.readJobJSON(w, r)
+	if err != nil {
+		return jobs.Input{}, err
+	}
+	if body.Source != nil {
+		if body.Markdown != nil || len(body.Metadata) > 0 {
+			return jobs.Input{}, badRequest("source", "send either markdown (with metadata) or source, not both")
+		}
+		if body.Source.Outline == nil {
+			return jobs.Input{}, badRequest("source", `source must be {"outline":{"documentId":"…"}}`)
+		}
+		return s.outlineJob(r, body.Source.Outline.DocumentID)
+	}
+	if body.Markdown == nil {
+		return jobs.Input{}, badRequest("markdown", "markdown (or source) is required")
+	}
+	if len(*body.Markdown) > limits.MaxMarkdownBytes {
+		return jobs.Input{}, limits.TooLarge(int64(len(*body.Markdown)))
+	}
+	meta := []byte(body.Metadata)
+	if t := strings.TrimSpace(string(meta)); t == "" || t == "null" {
+		meta = nil
+	}
+	req := render.Request{Name: "document.md", Markdown: []byte(*body.Markdown), Metadata: meta, Images: images.Assets{}}
+	return s.prepareJob(r.Context(), req, uploadDigest(req))
+}
+
+// errCookieJSON refuses a multipart job from a caller identified by the
+// Outline cookie.
+var errCookieJSON = &requestError{status: http.StatusUnsupportedMediaType,
+	message: `a request identified by the Outline cookie must send application/json, e.g. {"source":{"outline":{"documentId":"…"}}}`}
+
+// readJobJSON reads the JSON body within the bounds of readRenderRequest:
+// its size and BodyTimeout.
+func (s *Server) readJobJSON(w http.ResponseWriter, r *http.Request) (body jobBody, err error) {
+	if r.ContentLength > maxJSONBytes {
+		return jobBody{}, limits.TooLarge(r.ContentLength)
+	}
+	// As in readRenderRequest: the deadline covers the body only, and
+	// stays when the body timed out.
+	rc := http.NewResponseController(w)
+	if derr := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); derr == nil {
+		defer func() {
+			if !errors.Is(err, errBodyTimeout) {
+				rc.SetReadDeadline(time.Time{})
+			}
+		}()
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBytes)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&body)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON object")
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return jobBody{}, limits.TooLarge(mbe.Limit)
+		case isTimeout(err):
+			return jobBody{}, errBodyTimeout
+		case clientGone(r.Context()):
+			return jobBody{}, r.Context().Err()
+		}
+		return jobBody{}, badRequest("", `the body is not a JSON object {"markdown": string, "metadata": object} or {"source": {"outline": {"documentId": string}}}: `+err.Error())
+	}
+	return body, nil
+}
+
+// uploadDigest identifies an uploaded request for its Idempotency-Key: the
+// document, metadata and assets exactly as the client sent them, so that a
+// client repeating its request gets its job back even when an external
+// image changed meanwhile.
+func uploadDigest(req render.Request) string {
+	assets, _ := req.Images.(images.Assets)
+	return jobs.RequestDigest(jobs.Input{Name: req.Name, Markdown: req.Markdown, Metadata: req.Metadata, Assets: assets})
+}
+
+// outlineJob reads an Outline document as the reader whose cookie came
+// with the request (SPEC §4's cheap checks, as GET /render does) and
+// prepares it; its images are fetched with that cookie now, because the
+// cookie is not kept for the worker.
+func (s *Server) outlineJob(r *http.Request, id string) (jobs.Input, error) {
+	c := s.cfg.Outline
+	if c == nil {
+		return jobs.Input{}, errOutlineOff
+	}
+	if !outline.ValidDocumentID(id) {
+		return jobs.Input{}, &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
+			Message: "the document id is not a UUID, urlId or slug-urlId"}
+	}
+	token := outline.TokenFromRequest(r)
+	if token == "" {
+		return jobs.Input{}, &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
+			Message: "no valid accessToken cookie in the request"}
+	}
+	doc, err := c.Document(r.Context(), token, id)
+	if err != nil {
+		return jobs.Input{}, err
+	}
+	if !doc.CanDownload {
+		return jobs.Input{}, outline.ErrNoDownload
+	}
+	if len(doc.Text) > limits.MaxMarkdownBytes {
+		return jobs.Input{}, limits.TooLarge(int64(len(doc.Text)))
+	}
+	title := doc.Title
+	if title == "" {
+		title = "Untitled"
+	}
+	src := &jobs.OutlineSource{
+		DocumentID: doc.ID,
+		URL:        c.BaseURL().String(),
+		Title:      doc.Title,
+		Author:     doc.CreatedBy.Name,
+		UpdatedAt:  doc.UpdatedAt,
+		// Outline names languages like "en" or, from older versions,
+		// "en_US"; BCP 47 wants a hyphen.
+		Language: strings.ReplaceAll(doc.Language, "_", "-"),
+	}
+	req := render.Request{Name: title + ".md", Markdown: []byte(doc.Text), Outline: outlineDoc(src), Images: c.Images(token)}
+	// The digest of an Outline job is its document (jobs.RequestDigest):
+	// the same key for the same document is the same request.
+	in, err := s.prepareJob(r.Context(), req, "")
+	in.Outline = src
+	return in, err
+}
+
+// outlineDoc is what package render needs of an Outline source.
+func outlineDoc(o *jobs.OutlineSource) *render.OutlineDoc {
+	if o == nil {
+		return nil
+	}
+	return &render.OutlineDoc{URL: o.URL, Title: o.Title, Author: o.Author, UpdatedAt: o.UpdatedAt, Language: o.Language}
+}
+
+// prepareJob runs the cheap checks and fetches and validates the images
+// (uploaded ones, and external ones from the allowed hosts), keeping the
+// bytes of every image the document references. Images the document does
+// not reference are not kept.
+func (s *Server) prepareJob(ctx context.Context, req render.Request, digest string) (jobs.Input, error) {
+	if req.Outline == nil {
+		req.Images = images.Chain(req.Images, s.cfg.RemoteImages)
+	}
+	rec := &recordingSource{src: req.Images, got: map[string][]byte{}}
+	req.Images = rec
+	checked, err := s.cfg.Pipeline.Check(req)
+	if err != nil {
+		return jobs.Input{}, err
+	}
+	if _, err := s.cfg.Pipeline.Fetch(ctx, checked); err != nil {
+		return jobs.Input{}, err
+	}
+	// The job is named after the title the PDF will carry, so that its
+	// download is named as a synchronous render's is. The worker's render
+	// falls back to the name only when the document has no title and no
+	// heading, and then the title came from this same name.
+	return jobs.Input{
+		Name:     checked.Title() + ".md",
+		Markdown: req.Markdown,
+		Metadata: req.Metadata,
+		Assets:   rec.assets(),
+		Digest:   digest,
+	}, nil
+}
+
+// recordingSource keeps the bytes of every image it opened successfully,
+// keyed by the URL the Markdown uses: images.Assets with those keys gives
+// the worker exactly these bytes back (a key equal to the URL always
+// matches). images.Load opens images from several goroutines.
+type recordingSource struct {
+	src images.Source
+	mu  sync.Mutex
+	got map[string][]byte
+}
+
+func (r *recordingSource) Open(ctx context.Context, url string) ([]byte, error) {
+	b, err := r.src.Open(ctx, url)
+	if err == nil {
+		r.mu.Lock()
+		r.got[url] = b
+		r.mu.Unlock()
+	}
+	return b, err
+}
+
+func (r *recordingSource) assets() map[string][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got
+}
+
+// getJob is GET /v1/jobs/{id}.
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	c, err := s.jobCaller(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	job, err := s.cfg.Jobs.Get(r.Context(), c.tenant, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !job.Terminal() {
+		// Progress is written about once a second; polling faster finds
+		// nothing new.
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, http.StatusOK, newJobView(job))
+}
+
+// listJobs is GET /v1/jobs: the caller's most recent jobs, newest first,
+// ?limit=N of them (default jobs.DefaultListLimit, at most
+// jobs.MaxListLimit).
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	c, err := s.jobCaller(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit := 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > jobs.MaxListLimit {
+			s.writeError(w, r, badRequest("limit", fmt.Sprintf("limit must be an integer from 1 to %d", jobs.MaxListLimit)))
+			return
+		}
+		limit = n
+	}
+	list, err := s.cfg.Jobs.List(r.Context(), c.tenant, c.user, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	views := make([]jobView, 0, len(list))
+	for _, j := range list {
+		views = append(views, newJobView(j))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": views})
+}
+
+// cancelJob is DELETE /v1/jobs/{id}: a queued job ends at once, a running
+// render is stopped (its TeX process group killed). A job that has ended
+// already is answered as it is.
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
+	c, err := s.jobCaller(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	job, err := s.cfg.Jobs.Cancel(r.Context(), c.tenant, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "job cancel", "request_id", requestID(r.Context()), "job", job.ID, "state", job.State)
+	writeJSON(w, http.StatusOK, newJobView(job))
+}
+
+// jobResult is GET /v1/jobs/{id}/result: the PDF of a succeeded job. For
+// an Outline job the reader whose cookie came with this request must still
+// be allowed to download the document: the right is asked of Outline
+// again, not taken from acceptance.
+func (s *Server) jobResult(w http.ResponseWriter, r *http.Request) {
+	c, err := s.jobCaller(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rc, job, err := s.cfg.Jobs.Result(r.Context(), c.tenant, r.PathValue("id"))
+	if err != nil {
+		if errors.Is(err, jobs.ErrNotReady) {
+			err = &notReadyJobError{state: job.State, err: err}
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	defer rc.Close()
+	if job.Source == jobs.SourceOutline {
+		if err := s.checkDownload(r, job.OutlineDocumentID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/pdf")
+	h.Set("Content-Disposition", contentDisposition(strings.TrimSuffix(job.Name, ".md")))
+	if job.Pages > 0 {
+		h.Set("X-Outprint-Pages", strconv.Itoa(job.Pages))
+	}
+	if f, ok := rc.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil {
+			h.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if _, err := io.Copy(w, rc); err != nil {
+		s.log.InfoContext(r.Context(), "job result: copy", "request_id", requestID(r.Context()), "job", job.ID, "err", err)
+	}
+}
+
+// checkDownload asks Outline, with the cookie of this request, whether its
+// reader may still download document id.
+func (s *Server) checkDownload(r *http.Request, id string) error {
+	c := s.cfg.Outline
+	if c == nil {
+		return errOutlineOff
+	}
+	token := outline.TokenFromRequest(r)
+	if token == "" {
+		return &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
+			Message: "no valid accessToken cookie in the request"}
+	}
+	doc, err := c.Document(r.Context(), token, id)
+	if err != nil {
+		return err
+	}
+	if !doc.CanDownload {
+		return outline.ErrNoDownload
+	}
+	return nil
+}
+
+// notReadyJobError is jobs.ErrNotReady with the state the job is in, which
+// decides what the client is told.
+type notReadyJobError struct {
+	state string
+	err   error
+}
+
+func (e *notReadyJobError) Error() string { return fmt.Sprintf("%v (job %s)", e.err, e.state) }
+func (e *notReadyJobError) Unwrap() error { return e.err }
+
+// jobsAnswer maps the errors of package jobs to their answers; ok is false
+// for any other error.
+func jobsAnswer(err error) (status int, problems []limits.Problem, retryAfter int, ok bool) {
+	one := func(status int, p limits.Problem, retry int) (int, []limits.Problem, int, bool) {
+		return status, []limits.Problem{p}, retry, true
+	}
+	var nr *notReadyJobError
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return one(http.StatusNotFound, limits.Problem{Field: "id", Source: limits.SourceRequest, Code: CodeNotFound,
+			Message: "no such job"}, 0)
+	case errors.Is(err, jobs.ErrIdempotencyMismatch):
+		return one(http.StatusConflict, limits.Problem{Field: "Idempotency-Key", Source: limits.SourceRequest, Code: CodeIdempotencyMismatch,
+			Message: "this Idempotency-Key was used for a different request; use a new key for a new request"}, 0)
+	case errors.As(err, &nr) && (nr.state == jobs.StateFailed || nr.state == jobs.StateCancelled):
+		return one(http.StatusConflict, limits.Problem{Source: limits.SourceRequest, Code: CodeResultNotReady,
+			Message: "the job " + nr.state + " and has no result; GET the job for its error"}, 0)
+	case errors.Is(err, jobs.ErrNotReady):
+		return one(http.StatusConflict, limits.Problem{Source: limits.SourceService, Code: CodeResultNotReady,
+			Message: "the job has not finished yet; poll GET /v1/jobs/{id} until its state is succeeded"}, 1)
+	case errors.Is(err, jobs.ErrExpired):
+		return one(http.StatusGone, limits.Problem{Source: limits.SourceRequest, Code: CodeExpired,
+			Message: "the result was deleted when the job's retention (jobs.ttl) ran out; submit the document again"}, 0)
+	}
+	return 0, nil, 0, false
+}
+
+// jobView is the JSON of a job (SPEC §5).
+type jobView struct {
+	ID         string        `json:"id"`
+	State      string        `json:"state"`
+	Progress   jobProgress   `json:"progress"`
+	Attempts   int           `json:"attempts"`
+	Error      *jobErrorView `json:"error"`
+	CreatedAt  time.Time     `json:"createdAt"`
+	StartedAt  *time.Time    `json:"startedAt"`
+	FinishedAt *time.Time    `json:"finishedAt"`
+	// ExpiresAt is when the input and result are deleted (jobs.ttl).
+	ExpiresAt time.Time `json:"expiresAt"`
+	Links     jobLinks  `json:"links"`
+}
+
+type jobProgress struct {
+	// Phase is null before the first attempt and after the job ended.
+	Phase *string `json:"phase"`
+	Pages int     `json:"pages"`
+}
+
+type jobErrorView struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type jobLinks struct {
+	Self   string `json:"self"`
+	Result string `json:"result"`
+}
+
+func jobLink(id string) string { return jobsPath + "/" + id }
+
+func newJobView(j jobs.Job) jobView {
+	v := jobView{
+		ID: j.ID, State: j.State, Progress: jobProgress{Pages: j.Pages}, Attempts: j.Attempts,
+		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ExpiresAt: j.ExpiresAt,
+		Links: jobLinks{Self: jobLink(j.ID), Result: jobLink(j.ID) + "/result"},
+	}
+	if j.Phase != "" {
+		phase := j.Phase
+		v.Progress.Phase = &phase
+	}
+	if j.State == jobs.StateFailed {
+		v.Error = &jobErrorView{Code: j.ErrorCode, Message: j.ErrorMessage}
+	}
+	return v
+}
+
+// JobRenderer renders jobs through the render pipeline, as the worker side
+// of a job: the stored input is checked again (the worker does not trust
+// the gateway), its stored images loaded and validated, and the Render
+// stage run with progress. It implements jobs.Renderer.
+type JobRenderer struct {
+	pipeline *render.Pipeline
+	renderer Renderer
+}
+
+// NewJobRenderer returns a JobRenderer on p; r runs the Render stage
+// (nil: p itself).
+func NewJobRenderer(p *render.Pipeline, r Renderer) *JobRenderer {
+	if r == nil {
+		r = p
+	}
+	return &JobRenderer{pipeline: p, renderer: r}
+}
+
+// Render renders one job. Problems of the document are *limits.Error, as
+// package jobs wants for failing at once; anything else is transient.
+func (jr *JobRenderer) Render(ctx context.Context, in jobs.RenderInput, progress func(phase string, pages int)) ([]byte, error) {
+	req := render.Request{
+		Name:     in.Name,
+		Markdown: in.Markdown,
+		Metadata: in.Metadata,
+		Images:   images.Assets(in.Assets),
+		Outline:  outlineDoc(in.Outline),
+	}
+	checked, err := jr.pipeline.Check(req)
+	if err != nil {
+		return nil, err
+	}
+	prepared, err := jr.pipeline.Fetch(ctx, checked)
+	if err != nil {
+		return nil, err
+	}
+	res, err := jr.renderer.Render(ctx, prepared, func(p render.Progress) {
+		if progress != nil {
+			progress(p.Phase, p.Pages)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.PDF, nil
+}
+
+// JobBudget makes job workers draw from the admission slots that
+// synchronous renders take (SPEC §7: one budget): a worker holds one slot
+// while it renders, waiting in the same FIFO queue as HTTP requests. It
+// implements jobs.Budget.
+//
+// Each Acquire enters admission as a user of its own, so the per-user
+// bound, which is about people, never holds a worker back. When the queue
+// is full or the wait runs out, the worker tries again after a pause
+// instead of failing its job. Once admission is closed for shutdown,
+// Acquire waits for its context, which the job service cancels when its
+// drain ends, so that the job is given back to the queue rather than
+// failed.
+type JobBudget struct {
+	adm  *admission.Controller
+	seq  atomic.Uint64
+	mu   sync.Mutex
+	held []*admission.Ticket
+}
+
+// NewJobBudget returns a budget drawing from adm.
+func NewJobBudget(adm *admission.Controller) *JobBudget {
+	return &JobBudget{adm: adm}
+}
+
+// jobBudgetPause bounds the pause between two tries of a worker that found
+// the admission queue full.
+const jobBudgetPause = time.Second
+
+// Acquire takes a slot, waiting as long as ctx allows.
+func (b *JobBudget) Acquire(ctx context.Context) error {
+	for {
+		// The NUL byte keeps these users apart from every user a key or
+		// Outline can name.
+		t, err := b.adm.Enter(fmt.Sprintf("\x00job-worker-%d", b.seq.Add(1)))
+		if err == nil {
+			err = t.Acquire(ctx)
+			if err == nil {
+				b.mu.Lock()
+				b.held = append(b.held, t)
+				b.mu.Unlock()
+				return nil
+			}
+			t.Done(0)
+		}
+		var ref *admission.Refusal
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, admission.ErrClosed):
+			<-ctx.Done()
+			return ctx.Err()
+		case !errors.As(err, &ref):
+			return err
+		}
+		pause := time.Duration(float64(jobBudgetPause) * (0.5 + rand.Float64()/2))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
+// Release gives a slot back. The tickets are alike, so any one goes; its
+// duration is not recorded into the Retry-After estimate (Done(0)), since
+// which render it timed is not known.
+func (b *JobBudget) Release() {
+	b.mu.Lock()
+	n := len(b.held)
+	if n == 0 {
+		b.mu.Unlock()
+		panic("httpapi: JobBudget.Release without Acquire")
+	}
+	t := b.held[n-1]
+	b.held = b.held[:n-1]
+	b.mu.Unlock()
+	t.Done(0)
+}
