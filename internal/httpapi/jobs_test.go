@@ -314,10 +314,21 @@ func (a answer) view(t *testing.T, status int) jobView {
 	return v
 }
 
-// get fetches a job as key.
-func (e *jobsEnv) get(key, id string) jobView {
+// as makes r a request of who: an API key, or an Outline reader's
+// accessToken (the fake Outline's tokens start with "tok.").
+func as(r request, who string) request {
+	if strings.HasPrefix(who, "tok.") {
+		r.key, r.cookie = "", who
+	} else {
+		r.key, r.cookie = who, ""
+	}
+	return r
+}
+
+// get fetches a job as who (see as).
+func (e *jobsEnv) get(who, id string) jobView {
 	e.t.Helper()
-	return e.do(request{method: http.MethodGet, path: "/v1/jobs/" + id, key: key}).view(e.t, http.StatusOK)
+	return e.do(as(request{method: http.MethodGet, path: "/v1/jobs/" + id}, who)).view(e.t, http.StatusOK)
 }
 
 // wait polls the job until cond holds. The bound only stops a broken test
@@ -808,4 +819,138 @@ func TestJobsShareTheBudget(t *testing.T) {
 	e.waitIdle()
 	e.do(syncRender).wantPDF(t)
 	e.waitIdle()
+}
+
+// TestOutlineJob submits an Outline document as the reader whose cookie
+// came along: the document and its images are fetched at acceptance, the
+// render needs Outline no more, the cookie is stored nowhere, and every
+// download asks Outline again whether this request's reader may download
+// the document.
+func TestOutlineJob(t *testing.T) {
+	for _, kind := range dbKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			e := newJobsEnv(t, jobsOptions{kind: kind, outline: true})
+			jane := e.fake.AddUser(outlinetest.User{Name: "Jane Doe", Token: "tok.jane-secret-1"})
+			bob := e.fake.AddUser(outlinetest.User{Name: "Bob Roe", Token: "tok.bob-secret-2"})
+			olga := e.fake.AddUser(outlinetest.User{Name: "Olga Other", Token: "tok.olga-secret-3", TeamID: "team-other"})
+			img := e.fake.AddAttachment(outlinetest.Attachment{Body: pngImage(t, 60, 40)})
+			access := map[string]outlinetest.Access{jane.ID: {Read: true, Download: true}, bob.ID: {Read: true}}
+			d := e.fake.AddDocument(outlinetest.Document{
+				Title: "Travel Policy", Text: "Book trains before planes.\n\n![Map](" + img + ")\n",
+				CreatedBy: outlinetest.Person{ID: jane.ID, Name: jane.Name}, Access: access,
+			})
+			source := func(id string) map[string]any {
+				return map[string]any{"source": map[string]any{"outline": map[string]any{"documentId": id}}}
+			}
+			result := func(who, id string) answer {
+				return e.do(as(request{method: http.MethodGet, path: "/v1/jobs/" + id + "/result"}, who))
+			}
+
+			// Refused at acceptance: no download right, no access, no
+			// cookie, a form post with a cookie.
+			e.do(as(jsonBody("", source(d.ID), nil), bob.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
+			e.do(as(jsonBody("", source(d.ID), nil), olga.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
+			e.do(jsonBody(keyAlice, source(d.ID), nil)).wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+			e.do(as(multipartBody("", "# x\n", nil), jane.Token)).wantError(t, http.StatusUnsupportedMediaType, limits.CodeInvalid)
+			e.do(as(jsonBody("", source("not an id!"), nil), jane.Token)).wantError(t, http.StatusBadRequest, limits.CodeInvalid)
+
+			e.fake.ResetHits()
+			idem := map[string]string{"Idempotency-Key": "travel"}
+			v := e.do(as(jsonBody("", source(d.URLID), idem), jane.Token)).view(t, http.StatusAccepted)
+			if hits := olHits(e.fake, "storage", ""); len(hits) != 1 {
+				t.Errorf("storage hits at acceptance = %d, want the image fetched once", len(hits))
+			}
+			// The same document by its other id is the same request.
+			if again := e.do(as(jsonBody("", source(d.ID), idem), jane.Token)).view(t, http.StatusOK); again.ID != v.ID {
+				t.Errorf("same key, same document = job %s, want %s", again.ID, v.ID)
+			}
+			e.fake.ResetHits()
+			v = e.waitState(jane.Token, v.ID, jobs.StateSucceeded)
+			if v.State != jobs.StateSucceeded {
+				t.Fatalf("Outline job = %+v (error %+v), want succeeded", v, v.Error)
+			}
+			// The render asked Outline for nothing: only the polls'
+			// auth.info reached it.
+			for _, h := range e.fake.Hits() {
+				if h.Server != "outline" || h.Path != "/api/auth.info" {
+					t.Errorf("hit during the render: %s %s %s", h.Server, h.Method, h.Path)
+				}
+			}
+
+			pdf := result(jane.Token, v.ID).wantPDF(t)
+			if got := pdfInfo(t, pdf, "Title"); got != "Travel Policy" {
+				t.Errorf("PDF title = %q, want Outline's title", got)
+			}
+			if got := pdfInfo(t, pdf, "Author"); got != "Jane Doe" {
+				t.Errorf("PDF author = %q, want Jane Doe", got)
+			}
+			if txt := pdfText(t, pdf); !strings.Contains(txt, "Book trains before planes.") {
+				t.Errorf("PDF text lacks the document: %q", txt)
+			}
+
+			// Each download asks Outline about this request's reader.
+			if got := e.get(bob.Token, v.ID); got.State != jobs.StateSucceeded {
+				t.Errorf("bob (same team) sees state %s, want succeeded", got.State)
+			}
+			result(bob.Token, v.ID).wantError(t, http.StatusForbidden, CodeForbidden)
+			result(olga.Token, v.ID).wantError(t, http.StatusNotFound, CodeNotFound)
+			result(keyAlice, v.ID).wantError(t, http.StatusNotFound, CodeNotFound) // tenant acme, not the team
+			result("", v.ID).wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+			e.fake.AddDocument(outlinetest.Document{ID: d.ID, URLID: d.URLID, Title: d.Title, Text: d.Text, CreatedBy: d.CreatedBy,
+				Access: map[string]outlinetest.Access{jane.ID: {Read: true}}})
+			result(jane.Token, v.ID).wantError(t, http.StatusForbidden, CodeForbidden)
+
+			// The cookie was never stored: not in the artifact store, not
+			// in the database. (The search does find what is stored.)
+			if where := e.find("Book trains before planes."); where == "" {
+				t.Errorf("the stored document text is not found; the search below proves nothing")
+			}
+			for _, tok := range []string{jane.Token, bob.Token, olga.Token} {
+				if where := e.find(tok); where != "" {
+					t.Errorf("token %s stored in %s", tok, where)
+				}
+			}
+		})
+	}
+}
+
+// find reports where secret is stored: a file of the artifact store or of
+// the SQLite database, or a row of the PostgreSQL database; "" when
+// nowhere.
+func (e *jobsEnv) find(secret string) string {
+	e.t.Helper()
+	roots := []string{e.store}
+	if p, ok := strings.CutPrefix(e.dataDB, "sqlite://"); ok {
+		roots = append(roots, filepath.Dir(p))
+	} else {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, e.dataDB)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		for _, table := range []string{"outprint_jobs", "outprint_idempotency", "river_job"} {
+			var n int
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+table+" t WHERE t::text LIKE '%' || $1 || '%'", secret).Scan(&n); err != nil {
+				e.t.Fatalf("search %s: %v", table, err)
+			}
+			if n > 0 {
+				return table
+			}
+		}
+	}
+	found := ""
+	for _, root := range roots {
+		filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() || found != "" {
+				return nil
+			}
+			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(secret)) {
+				found = p
+			}
+			return nil
+		})
+	}
+	return found
 }
