@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Benchmarks: warm (pool) against cold (runner) on a small and a larger
-// body. Besides ns/op each reports
+// Benchmarks: warm (pool) against cold (runner) on a small body, the same
+// with a table of contents (two runs), and a larger body. Besides ns/op each reports
 //
 //	cpu-s/render     CPU seconds of all TeX processes per render, read
 //	                 from the kernel's accounting of reaped children, so a
@@ -44,7 +44,8 @@ func benchBodies() map[string]string {
 			fmt.Fprintf(&long, "Paragraph %d.%d: %s\n\n", s, p, strings.Repeat("Words that fill the page with ordinary running text. ", 6))
 		}
 	}
-	return map[string]string{"small": memo.String(), "large": long.String()}
+	toc := "\\tableofcontents\n" + strings.ReplaceAll(memo.String(), "\\section*{Memo}", "\\section{Memo}\\subsection{Part}")
+	return map[string]string{"small": memo.String(), "large": long.String(), "toc": toc}
 }
 
 // childCPU is the CPU time of every reaped child of this process so far.
@@ -55,7 +56,7 @@ func childCPU() time.Duration {
 }
 
 func BenchmarkRender(b *testing.B) {
-	for _, doc := range []string{"small", "large"} {
+	for _, doc := range []string{"small", "toc", "large"} {
 		body := benchBodies()[doc]
 		job := Job{Preamble: testPreamble, Body: body}
 		b.Run(doc+"/cold", func(b *testing.B) {
@@ -84,9 +85,11 @@ func newBenchPool(b *testing.B, cfg PoolConfig) *Pool {
 	return p
 }
 
+// waitWarm waits until the pool has a warm process and nothing busy or
+// warming.
 func waitWarm(b *testing.B, p *Pool) {
 	deadline := time.Now().Add(60 * time.Second)
-	for p.Stats().Warm == 0 {
+	for s := p.Stats(); s.Warm == 0 || s.Busy > 0 || s.Warming > 0; s = p.Stats() {
 		if time.Now().After(deadline) {
 			b.Fatal("no warm process after 60 s")
 		}

@@ -114,6 +114,7 @@ type profile struct {
 	waiting  int
 	ahead    int // second runs expected soon (see Run)
 	lastUsed time.Time
+	lastTwo  time.Time // the last render that needed a second run
 	// failGen counts warm-up failures; lastErr is the latest. A waiting
 	// render gives up when a warm-up failed after it started waiting and
 	// nothing else is on its way.
@@ -273,7 +274,11 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 			return nil, err
 		}
 		prevDir = out.dir
-		if run >= limits.MaxTeXRuns || !needsRerun(out.dir, out.li, out.before) {
+		rerun := run < limits.MaxTeXRuns && needsRerun(out.dir, out.li, out.before)
+		if rerun {
+			p.noteTwoRuns(job.Preamble)
+		}
+		if !rerun {
 			err := readPDF(out.dir, p.cfg.Runner.MaxPDFBytes, out.li, res)
 			if err != nil {
 				return nil, err
@@ -483,6 +488,13 @@ func (p *Pool) notifyLocked() {
 	p.changed = make(chan struct{})
 }
 
+// noteTwoRuns records that a document of preamble needs a second run.
+func (p *Pool) noteTwoRuns(preamble string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.profileLocked(preamble).lastTwo = time.Now()
+}
+
 // reserve changes how many processes renders expect to need soon for
 // preamble (a second run) and starts them within Max.
 func (p *Pool) reserve(preamble string, n int) {
@@ -494,11 +506,17 @@ func (p *Pool) reserve(preamble string, n int) {
 }
 
 // wantLocked is how many processes prof should have warm or warming: its
-// Min, and for a preamble used within the idle timeout one spare besides
-// the renders waiting and the second runs expected.
+// Min, and for a preamble used within the idle timeout one spare (two if
+// its documents lately needed second runs) besides the renders waiting
+// and the second runs expected.
 func (p *Pool) wantLocked(prof *profile) int {
 	want := prof.waiting + prof.ahead
 	if time.Since(prof.lastUsed) < p.cfg.IdleTimeout {
+		want++
+	}
+	if time.Since(prof.lastTwo) < p.cfg.IdleTimeout {
+		// Documents of this preamble lately needed two runs: keep one
+		// more warm, so a second run finds its process ready.
 		want++
 	}
 	return max(want, prof.min)
