@@ -95,8 +95,7 @@ func (s *sandbox) args(format, driver string) []string {
 type proc struct {
 	cmd      *exec.Cmd
 	pid      int
-	pgid     int // the process group: pid for a leader
-	started  time.Time
+	pgid     int           // the process group: pid for a leader
 	exited   chan struct{} // closed by the waiter goroutine when the leader has exited (not reaped yet)
 	readDone chan struct{} // closed by the reader goroutine at the end of the output
 	out      *os.File      // read end of the output pipe; closed by the reader
@@ -170,7 +169,7 @@ func (s *sandbox) startProgram(dir, program string, args []string, cpuSeconds ui
 	}
 	pw.Close()
 	p := &proc{
-		cmd: cmd, pid: cmd.Process.Pid, pgid: sp.pgid, started: time.Now(),
+		cmd: cmd, pid: cmd.Process.Pid, pgid: sp.pgid,
 		exited: make(chan struct{}), readDone: make(chan struct{}), out: pr,
 	}
 	if p.pgid == 0 {
