@@ -20,3 +20,7 @@ echo "== service under load: outprint serve saturated on loopback (bench/load, 2
 echo "   /healthz and 429 refusals must stay fast (p99 < 10 ms) while every slot renders"
 mkdir -p bench/out
 go run ./bench/load -bin "$bin" -duration 20s -log bench/out/serve-load.log
+echo
+echo "== durable jobs (bench/jobs): acceptance throughput on SQLite and PostgreSQL, queue delay / run split"
+echo "   targets: >= 300 jobs/s on SQLite, >= 1,000 jobs/s on PostgreSQL (127.0.0.1:5432), gateway < 300 MiB"
+go run ./bench/jobs -jobs 2000 -render 20
