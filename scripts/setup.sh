@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 packages=(
   texlive-xetex texlive-latex-recommended texlive-latex-extra
   texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
-  lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
+  texlive-fonts-recommended lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
   librsvg2-bin poppler-utils qpdf pandoc
 )
 

@@ -142,6 +142,9 @@ func (s *Server) admitAndRender(r *http.Request, id identity, checked *render.Ch
 	d := time.Since(start)
 	result := renderResult(ctx, err)
 	s.obs.ObserveRender(d, result)
+	if res != nil {
+		s.obs.ObserveRenderMemory(res.MaxRSS)
+	}
 	if result != resultCanceled && result != resultInternal {
 		took = d
 	}

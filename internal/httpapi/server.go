@@ -60,6 +60,9 @@ type Observer interface {
 	// ObserveRender records one render that held a slot; result is "ok"
 	// or the error code it ended with.
 	ObserveRender(d time.Duration, result string)
+	// ObserveRenderMemory records the peak resident memory of one
+	// render's TeX processes, in bytes.
+	ObserveRenderMemory(bytes int64)
 }
 
 // DefaultBodyTimeout bounds how long a client may take to send its request
@@ -144,6 +147,7 @@ type nopObserver struct{}
 func (nopObserver) Refused(string)                      {}
 func (nopObserver) ObserveQueueWait(time.Duration)      {}
 func (nopObserver) ObserveRender(time.Duration, string) {}
+func (nopObserver) ObserveRenderMemory(int64)           {}
 
 // Handler returns the routes of SPEC §5 wrapped in request ids, logging
 // and panic recovery. Unknown paths and wrong methods get the error list

@@ -77,6 +77,8 @@ type Result struct {
 	// Duration is the wall time of the Render stage; CPU the user+system
 	// time of its TeX processes.
 	Duration, CPU time.Duration
+	// MaxRSS is the peak resident memory of its TeX processes, in bytes.
+	MaxRSS int64
 }
 
 // Engine runs TeX on one job: the cold tex.Runner or the warm tex.Pool.
@@ -252,7 +254,7 @@ func (p *Pipeline) Render(ctx context.Context, pr *Prepared, progress func(Progr
 	}
 	return &Result{
 		PDF: res.PDF, Title: pr.meta.Title, Pages: res.Pages, Runs: res.Runs,
-		Warnings: warnings, Duration: time.Since(start), CPU: res.CPU,
+		Warnings: warnings, Duration: time.Since(start), CPU: res.CPU, MaxRSS: res.MaxRSS,
 	}, nil
 }
 
@@ -314,7 +316,11 @@ func (p *Pipeline) texError(err error, out *markdown.Output) error {
 	case errors.Is(err, tex.ErrResource):
 		return limits.Resource("memory, processes or scratch space")
 	case errors.Is(err, tex.ErrPDFTooLarge):
-		return limits.PDFTooLarge(0, p.limits.MaxPDFBytes)
+		var size int64
+		if pe := (*tex.PDFTooLargeError)(nil); errors.As(err, &pe) {
+			size = pe.Size
+		}
+		return limits.PDFTooLarge(size, p.limits.MaxPDFBytes)
 	}
 	return fmt.Errorf("tex: %w", err)
 }

@@ -78,6 +78,9 @@ func TestShowcase(t *testing.T) {
 	}
 	f := inspectPDF(t, res.PDF)
 	assertFontsEmbedded(t, f.Fonts)
+	if res.MaxRSS <= 0 || res.CPU <= 0 {
+		t.Errorf("showcase MaxRSS, CPU = %d, %v, want both measured", res.MaxRSS, res.CPU)
+	}
 	if f.Pages < 2 {
 		t.Errorf("showcase pages = %d, want at least 2", f.Pages)
 	}

@@ -258,6 +258,7 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 		if out != nil {
 			res.Runs = run
 			res.CPU += out.cpu
+			res.MaxRSS = max(res.MaxRSS, out.maxRSS)
 			res.WarmCPU += out.warmCPU
 			res.Engine += out.engine
 			res.Log = out.log
@@ -379,6 +380,7 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	out.engine = time.Since(goAt)
 	rep.close()
 	out.cpu = wp.p.cpu()
+	out.maxRSS = wp.p.maxRSS()
 	li, logText := readLog(wp.dir, wp.nonce)
 	out.li, out.log = li, logText
 	if err := classify(cause, state, li, wp.p.output(), wp.dir); err != nil {

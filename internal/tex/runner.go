@@ -143,6 +143,7 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 		rr, li, err = r.once(ctx, dir, nonce, inputs, job.Progress)
 		res.Runs = run
 		res.CPU += rr.cpu
+		res.MaxRSS = max(res.MaxRSS, rr.maxRSS)
 		res.Engine += rr.engine
 		res.Log = rr.log
 		if err != nil {
@@ -161,6 +162,8 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 
 // runResult is what one TeX run leaves besides its log.
 type runResult struct {
+	// maxRSS is the peak resident memory of the run\'s processes, in bytes.
+	maxRSS int64
 	cpu    time.Duration
 	engine time.Duration
 	log    string
@@ -180,7 +183,7 @@ func (r *Runner) once(ctx context.Context, dir, nonce string, inputs map[string]
 	state, cause := p.wait(ctx, dir, r.cfg.ScratchBytes, inputs)
 	end := time.Now()
 	rep.close()
-	rr := runResult{cpu: p.cpu()}
+	rr := runResult{cpu: p.cpu(), maxRSS: p.maxRSS()}
 	lines.mu.Lock()
 	if !docStart.IsZero() {
 		rr.engine = end.Sub(docStart)

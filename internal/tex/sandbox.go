@@ -210,8 +210,17 @@ func (s *sandbox) limit(pid int, cpuSeconds uint64) error {
 	if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
 		return fmt.Errorf("core: %w", err)
 	}
+	// TeX runs at a lower priority than the gateway, so that liveness
+	// probes and refusals stay fast while every core typesets. The
+	// children it forks (xdvipdfmx) inherit it.
+	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, renderNice); err != nil {
+		return fmt.Errorf("priority: %w", err)
+	}
 	return nil
 }
+
+// renderNice is the nice value of render processes.
+const renderNice = 10
 
 // waitExit blocks until the leader exits, without reaping it: while the
 // leader is an unreaped zombie its pid, and so the group id, cannot be
@@ -379,6 +388,21 @@ func (p *proc) cpu() time.Duration {
 		d += p.follower.cpu()
 	}
 	return d
+}
+
+// maxRSS is the largest resident set, in bytes, of the reaped process,
+// its waited-for children and its follower.
+func (p *proc) maxRSS() int64 {
+	var n int64
+	if p.cmd.ProcessState != nil {
+		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			n = ru.Maxrss * 1024 // Linux reports kilobytes
+		}
+	}
+	if p.follower != nil {
+		n = max(n, p.follower.maxRSS())
+	}
+	return n
 }
 
 // followerError reports a reaped follower that failed.

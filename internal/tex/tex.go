@@ -83,6 +83,9 @@ type Result struct {
 	// (XeLaTeX and xdvipdfmx), including, for a warm render, the time the
 	// process spent warming up.
 	CPU time.Duration
+	// MaxRSS is the peak resident memory of any TeX process of the
+	// render, in bytes (for the peak render memory metric).
+	MaxRSS int64
 	// WarmCPU is the part of CPU that warm processes spent before they
 	// got the document (0 for a cold render).
 	WarmCPU time.Duration
