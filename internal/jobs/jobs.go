@@ -18,8 +18,9 @@
 //
 // Life of a job:
 //
-//	Submit   store input (jobs/{id}/input/…) → one transaction: idempotency
-//	         row, River job (InsertTx), outprint_jobs row (queued) → commit
+//	Submit   store input (jobs/{id}/input/…) → one durable transaction,
+//	         shared by concurrent Submits: idempotency rows, River jobs
+//	         (InsertManyTx), outprint_jobs rows (queued) → commit
 //	work     River claims → budget slot → row running (phase preparing) →
 //	         Renderer with progress beats → result.pdf stored → one
 //	         transaction: row succeeded + River job completed (JobCompleteTx)

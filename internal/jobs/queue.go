@@ -51,8 +51,8 @@ type backend interface {
 // the same transaction.
 type txOps interface {
 	querier
-	// insert adds a render job and returns River's id for it.
-	insert(ctx context.Context, args renderArgs, opts *river.InsertOpts) (int64, error)
+	// insertMany adds jobs and returns River's ids for them, in order.
+	insertMany(ctx context.Context, params []river.InsertManyParams) ([]int64, error)
 	// cancel cancels a River job (queued: at once; running: its worker is
 	// notified).
 	cancel(ctx context.Context, riverID int64) error
@@ -78,7 +78,7 @@ func newBackend(db *DB, cfg *river.Config) (backend, error) {
 		}
 		return &riverBackend[*sql.Tx, *riversqlite.Driver]{
 			client: client,
-			begin: db.beginSQLite,
+			begin:  db.beginSQLite,
 		}, nil
 	}
 	client, err := river.NewClient(riverpgxv5.New(db.pg), cfg)
@@ -128,12 +128,19 @@ type riverTx[TTx any, TDriver riverdriver.Driver[TTx]] struct {
 	client *river.Client[TTx]
 }
 
-func (t *riverTx[TTx, TDriver]) insert(ctx context.Context, args renderArgs, opts *river.InsertOpts) (int64, error) {
-	res, err := t.client.InsertTx(ctx, t.tx, args, opts)
+func (t *riverTx[TTx, TDriver]) insertMany(ctx context.Context, params []river.InsertManyParams) ([]int64, error) {
+	res, err := t.client.InsertManyTx(ctx, t.tx, params)
 	if err != nil {
-		return 0, fmt.Errorf("river insert: %w", err)
+		return nil, fmt.Errorf("river insert: %w", err)
 	}
-	return res.Job.ID, nil
+	if len(res) != len(params) {
+		return nil, fmt.Errorf("river insert: %d results for %d jobs", len(res), len(params))
+	}
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.Job.ID
+	}
+	return ids, nil
 }
 
 func (t *riverTx[TTx, TDriver]) cancel(ctx context.Context, riverID int64) error {

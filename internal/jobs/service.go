@@ -39,6 +39,8 @@ type Service struct {
 	// function of their render context, so that Cancel reaches a render in
 	// this process at once rather than at the watcher's next poll.
 	running sync.Map // string → *runningJob
+	// acc group-commits acceptance (accept.go).
+	acc acceptor
 	// stopping is set by Stop: a job whose context ends while it is set is
 	// given back to the queue instead of failed.
 	stopping atomic.Bool
@@ -64,6 +66,10 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{db: db, store: st, renderer: r, cfg: cfg}
+	s.acc.maxLeaders = 1
+	if db.dialect == dialectPostgres {
+		s.acc.maxLeaders = 4
+	}
 
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &renderWorker{s: s})
@@ -162,8 +168,11 @@ func validateInput(in Input) error {
 }
 
 // Submit accepts a job: it stores the input under jobs/{id}/input/ and then,
-// in one transaction, records the idempotency key, inserts the River job and
-// the job row. When Submit returns a job, it is durable. A repeated
+// in one durable transaction, records the idempotency key, inserts the
+// River job (args: the id only) and the job row; concurrent Submits share
+// that transaction (group commit, accept.go). When Submit returns a job, it
+// is durable; when it returns an error, no job exists and the input was
+// removed (or, after a crash, is left for the sweep). A repeated
 // (tenant, key) with the same digest returns the original job and created
 // false; with another digest ErrIdempotencyMismatch. Client-facing problems
 // (Markdown too large, malformed key) are *limits.Error.
@@ -202,41 +211,18 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 	}
 	s.failpoint(FailAfterInputStore)
 
-	errKeyTaken := errors.New("idempotency key taken")
-	err = s.q.inTx(ctx, true, func(tx txOps) error {
-		if in.IdempotencyKey != "" {
-			n, err := tx.exec(ctx, `INSERT INTO outprint_idempotency (tenant, key, request_digest, job_id, created_at)
-				VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, key) DO NOTHING`,
-				in.Tenant, in.IdempotencyKey, digest, job.ID, now)
-			if err != nil {
-				return fmt.Errorf("insert idempotency key: %w", err)
-			}
-			if n == 0 {
-				return errKeyTaken
-			}
-		}
-		riverID, err := tx.insert(ctx, renderArgs{JobID: job.ID}, &river.InsertOpts{Queue: queueRender, MaxAttempts: s.cfg.MaxAttempts})
-		if err != nil {
-			return err
-		}
-		_, err = tx.exec(ctx, `INSERT INTO outprint_jobs (id, tenant, user_id, name, state, max_attempts,
-				source, outline_document_id, digest, input_manifest, river_job_id, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			job.ID, job.Tenant, job.User, job.Name, job.State, s.cfg.MaxAttempts,
-			job.Source, job.OutlineDocumentID, digest, manifest, riverID, job.CreatedAt, job.ExpiresAt)
-		if err != nil {
-			return fmt.Errorf("insert job: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
+	req := &acceptReq{job: job, digest: digest, key: in.IdempotencyKey, manifest: manifest}
+	s.accept(ctx, req)
+	if req.err != nil || req.keyTaken {
 		s.discardInput(ctx, keys)
-		if errors.Is(err, errKeyTaken) {
-			// A concurrent request with the same key committed first.
-			job, err := s.byKey(ctx, in.Tenant, in.IdempotencyKey, digest)
-			return job, false, err
-		}
-		return Job{}, false, fmt.Errorf("submit %s: %w", job.ID, err)
+	}
+	if req.err != nil {
+		return Job{}, false, fmt.Errorf("submit %s: %w", job.ID, req.err)
+	}
+	if req.keyTaken {
+		// A concurrent request with the same key committed first.
+		job, err := s.byKey(ctx, in.Tenant, in.IdempotencyKey, digest)
+		return job, false, err
 	}
 	s.failpoint(FailAfterJobCreate)
 	return job, true, nil

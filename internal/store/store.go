@@ -206,30 +206,38 @@ func (s *FS) Create(ctx context.Context, key string, r io.Reader) (err error) {
 }
 
 // mkdirs creates dir and its missing parents below the root and returns
-// the folders it created, outermost first.
+// the folders it created, outermost first. It works upwards from dir, so
+// that the common case — the job's folder missing, "jobs" present — does
+// not lock the store root for an mkdir that would only find "jobs" there.
 func (s *FS) mkdirs(dir string) ([]string, error) {
-	if _, err := os.Stat(dir); err == nil {
+	if dir == s.root || len(dir) < len(s.root) {
 		return nil, nil
 	}
-	rel, err := filepath.Rel(s.root, dir)
-	if err != nil || rel == "." {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return nil, nil // the result's folder, written after the input
+	}
+	err := os.Mkdir(dir, 0o750)
+	switch {
+	case err == nil:
+		return []string{dir}, nil
+	case errors.Is(err, fs.ErrExist):
+		return nil, nil
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
-	var created []string
-	cur := s.root
-	for _, seg := range strings.Split(rel, string(filepath.Separator)) {
-		next := filepath.Join(cur, seg)
-		err := os.Mkdir(next, 0o750)
-		switch {
-		case err == nil:
-			created = append(created, next)
-		case errors.Is(err, fs.ErrExist):
-		default:
-			return created, err
-		}
-		cur = next
+	created, err := s.mkdirs(filepath.Dir(dir))
+	if err != nil {
+		return created, err
 	}
-	return created, nil
+	err = os.Mkdir(dir, 0o750)
+	switch {
+	case err == nil:
+		return append(created, dir), nil
+	case errors.Is(err, fs.ErrExist):
+		return created, nil
+	default:
+		return created, err
+	}
 }
 
 // Get opens the object stored under key. It returns an error wrapping
