@@ -13,6 +13,12 @@ fi
 echo "== one-shot render: outprint render vs pandoc --pdf-engine=xelatex (median of 5)"
 go run ./bench/compare -bin "$bin" -runs 5 "${docs[@]}"
 echo
+echo "== warm pool (issue 3): outprint warm vs cold vs engine floor vs pandoc, median of 5;"
+echo "   then a saturation run with memo.md from as many clients as the pool has processes"
+pooldocs=("${docs[@]}")
+[ -d "$corpus" ] && pooldocs+=(bench/docs/report-90.md)
+go run ./bench/pool -runs 5 -saturate 20s "${pooldocs[@]}"
+echo
 echo "== Markdown -> LaTeX conversion speed (go test -bench)"
 go test ./internal/markdown -run '^$' -bench BenchmarkLaTeX -benchtime 2s
 echo
