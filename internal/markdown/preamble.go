@@ -22,12 +22,7 @@ func Preamble(p Profile) string {
 	b.WriteString(`\documentclass[11pt]{article}
 \usepackage[` + paper + `,top=2.2cm,bottom=2.6cm,left=2.4cm,right=2.4cm,footskip=1.1cm]{geometry}
 \usepackage{fontspec}
-\setmainfont{Noto Serif}
-\setsansfont{Noto Sans}
-\setmonofont{Noto Sans Mono}[Scale=MatchLowercase]
-`)
-	b.WriteString(FontPreamble(p.Scripts))
-	b.WriteString(`\usepackage{xcolor}
+\usepackage{xcolor}
 \usepackage{graphicx}
 \usepackage{longtable,array,booktabs}
 \usepackage{fvextra}
@@ -39,6 +34,15 @@ func Preamble(p Profile) string {
 \usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,hyperfootnotes=false,pdfcreator={outprint}]{hyperref}
 \usepackage{bookmark}
 `)
+	// Everything above is packages, which a warm TeX pool dumps into a
+	// format once (XeTeX can dump packages but not loaded fonts); the
+	// marker ends that part, and fonts and macros follow it.
+	b.WriteString(`\csname endofdump\endcsname
+\setmainfont{Noto Serif}
+\setsansfont{Noto Sans}
+\setmonofont{Noto Sans Mono}[Scale=MatchLowercase]
+`)
+	b.WriteString(FontPreamble(p.Scripts))
 	b.WriteString(HighlightPreamble)
 	b.WriteString("\n")
 	b.WriteString(writerMacros)
