@@ -331,3 +331,37 @@ func TestServeJobs(t *testing.T) {
 }
 
 func slogJSON(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
+
+// TestServeDrainWaitingWorker: a job worker waiting for the only slot,
+// held by a synchronous render, when SIGTERM comes gives its job back to
+// the queue as soon as the running render is done, without waiting out
+// the grace period.
+func TestServeDrainWaitingWorker(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nadmission: {slots: 1, queueDepth: 2}\nshutdown: {grace: 2m}\npool: {min: 0}\n", data))
+	g := newGate()
+	s := startService(t, cfg, g.wrap)
+	s.waitReady()
+	running := s.render("", "# Sync render\n\nIt holds the only slot.\n")
+	<-g.entered
+	j := s.submit("# Waits for the slot\n\nIts worker is queued in admission at SIGTERM.\n")
+	// The worker has claimed the job and waits in the admission queue.
+	s.waitMetric("outprint_admission_queued", 1)
+
+	s.stop()
+	close(g.release)
+	if r := <-running; r.err != nil || r.status != http.StatusOK {
+		t.Fatalf("sync render = %d %v, want 200", r.status, r.err)
+	}
+	stopped := time.Now()
+	if code := s.exited(); code != exitOK {
+		t.Errorf("serve exit = %d, want 0", code)
+	}
+	// Bounded far below the 2 min grace: the wait ended with the render.
+	if d := time.Since(stopped); d > 30*time.Second {
+		t.Errorf("serve took %s after the last render to exit, want it not to wait out the grace", d)
+	}
+	if got := storedJob(t, "sqlite://"+filepath.Join(data, "outprint.db"), data, j.ID); got.State != jobs.StateQueued {
+		t.Errorf("job whose worker waited for a slot = %s, want queued again", got.State)
+	}
+}
