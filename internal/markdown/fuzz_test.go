@@ -27,7 +27,7 @@ var vocabulary = func() map[string]bool {
 		emph textbf href hyperlink footnote footnotetext item begin end
 		section subsection subsubsection paragraph subparagraph texorpdfstring
 		special setcounter par toprule midrule bottomrule endfirsthead endhead small footnotesize
-		noindent linewidth textheight optw arabic null`) {
+		noindent linewidth textheight optw arabic null protect`) {
 		vocabulary[w] = true
 	}
 	for _, m := range FontMacros() {
@@ -93,6 +93,9 @@ func checkBody(body string) error {
 							return fmt.Errorf("line %d: unclosed math", li+1)
 						}
 						formula := strings.ReplaceAll(rest[:k], "%\n", "")
+						// A heading's contents copy has \protect before
+						// each command (protectMath); the formula is the rest.
+						formula = strings.ReplaceAll(formula, `\protect\`, `\`)
 						if err := CheckMath(formula); err != nil {
 							return fmt.Errorf("line %d: formula %q: %v", li+1, formula, err)
 						}

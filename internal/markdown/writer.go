@@ -144,6 +144,7 @@ type writer struct {
 	caption    bool // inside an image caption (a minipage)
 	args       int  // open macro arguments around inline text (\textbf{…}, \href{…}{…}): no \par there
 	quiet      bool // writing text a second time: no warnings
+	tocCopy    bool // writing a heading's copy for the table of contents
 }
 
 // boxed reports whether the current place cannot hold a page-breaking
@@ -408,10 +409,18 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	}
 	i := max(0, h.Level-r.sectionBase)
 	cmd := sectionCommands[min(i, len(sectionCommands)-1)]
+	// The optional argument is the heading's copy for the table of
+	// contents: LaTeX writes it to the .aux and .toc files, expanding every
+	// macro on the way, and many math commands do not survive that
+	// (x^\checkmark, \sum\limits, \widetilde). So formulas there have
+	// \protect before each control sequence: written as they are, they are
+	// typeset only when the contents are read back.
 	r.raw(`\` + cmd + `[\texorpdfstring{`)
 	r.heading = true
 	r.quiet = true
+	r.tocCopy = true
 	r.inlines(h)
+	r.tocCopy = false
 	r.quiet = false
 	r.raw(`}{`)
 	plain := []rune(r.plainOf(h))
@@ -534,6 +543,36 @@ func (r *writer) formula(f string) {
 		}
 		r.raw(line)
 	}
+}
+
+// protectMath puts \protect before every control sequence of a checked
+// formula, so that the formula survives being written to a file: LaTeX's
+// protected writes then keep each command as it is instead of expanding
+// it.
+func protectMath(f string) string {
+	if strings.IndexByte(f, '\\') < 0 {
+		return f
+	}
+	var b strings.Builder
+	b.Grow(len(f) + 32)
+	for i := 0; i < len(f); i++ {
+		if f[i] != '\\' || i+1 == len(f) {
+			b.WriteByte(f[i])
+			continue
+		}
+		j := i + 1
+		for j < len(f) && isLetter(f[j]) {
+			j++
+		}
+		if j == i+1 {
+			_, n := utf8.DecodeRuneInString(f[j:])
+			j += n // a control symbol
+		}
+		b.WriteString(`\protect`)
+		b.WriteString(f[i:j])
+		i = j - 1
+	}
+	return b.String()
 }
 
 // safeMathCut returns a byte index near want at which a formula line can
@@ -798,6 +837,9 @@ func (r *writer) inlineOther(n ast.Node) {
 		f := strings.TrimSpace(n.Formula)
 		if f == "" {
 			return
+		}
+		if r.tocCopy {
+			f = protectMath(f)
 		}
 		if n.Display && !r.heading && r.ulem == 0 && !r.cell && r.args == 0 {
 			r.raw(`\[`)

@@ -221,3 +221,52 @@ func TestXeLaTeXEmpty(t *testing.T) {
 		t.Errorf("pdfinfo empty.pdf = %v\n%s", err, info)
 	}
 }
+
+// TestXeLaTeXHeadingsInTOC: headings with formulas and every kind of
+// inline markup go through the table of contents (written to the .aux and
+// .toc files in the first run, read back in the second) without a TeX
+// error, and the contents list shows them.
+func TestXeLaTeXHeadingsInTOC(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdftotext")
+	if testing.Short() {
+		t.Skip("compiles TeX")
+	}
+	src := "# Document\n\n" +
+		"## Budget $\\sum\\limits_{i=1}^n x_i$ and $x^\\checkmark$ and $\\hat\\checkmark$\n\n" +
+		"## Text $\\text{max}$ and $\\big( x \\big)$ and $\\widetilde{abc}$\n\n" +
+		"## Matrix $\\begin{pmatrix} a & b \\\\ c & d \\end{pmatrix}$ and $\\sqrt[3]{x}$ and $\\left( \\frac{a}{b} \\right]$\n\n" +
+		"## Cases $f(x) = \\begin{cases} 1 & x > 0 \\\\ 0 & \\text{else} \\end{cases}$ and $\\hat{x} \\mathbb{R} \\operatorname{argmax}$\n\n" +
+		"## **Bold** *italic* `code {x} \\y` and [a link](https://example.com/a_b#c) <https://example.org/x_y>\n\n" +
+		"## Specials \\\\ \\{ \\} \\$ & \\# ^ \\_ ~ % [x] ] and averyveryveryveryverylongwordwithoutanyspacesinit\n\n" +
+		"## Scripts 日本語 مرحبا بكم שלום עולם 🚀 :tada: ∑ ☕\n\n" +
+		"## Decorated __under__ ==mark== ~~strike~~ and a note[^1] and ![alt text](x.png) and !!placeholder!!\n\n" +
+		"Body text.\n\n[^1]: The note.\n"
+	d, err := Parse([]byte(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.LaTeX(Meta{Title: "Document", TOC: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.TOC {
+		t.Fatal("LaTeX: Output.TOC = false, want true")
+	}
+	doc := Preamble(Profile{Scripts: d.Scripts()}) + "\\begin{document}\n" + out.Body + "\\end{document}\n"
+	dir := t.TempDir()
+	compileTeX(t, dir, "toc", doc)
+	pdf, _ := compileTeX(t, dir, "toc", doc) // reads the .toc of the first run
+	toc, err := os.ReadFile(filepath.Join(dir, "toc.toc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(toc), `\contentsline`); n != 8 {
+		t.Errorf("toc.toc has %d entries, want 8:\n%s", n, toc)
+	}
+	text := strings.Join(strings.Fields(pdftotext(t, pdf)), " ")
+	for _, want := range []string{"Budget", "Text", "Matrix", "Cases", "Bold", "Specials", "Scripts", "Decorated", "placeholder"} {
+		if n := strings.Count(text, want); n < 2 {
+			t.Errorf("pdftotext shows %q %d times, want 2 (contents and heading):\n%s", want, n, text)
+		}
+	}
+}
