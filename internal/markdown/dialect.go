@@ -17,6 +17,7 @@ import (
 var (
 	KindNotice      = ast.NewNodeKind("Notice")
 	KindToggle      = ast.NewNodeKind("Toggle")
+	KindToggleTitle = ast.NewNodeKind("ToggleTitle")
 	KindMathBlock   = ast.NewNodeKind("MathBlock")
 	KindMathInline  = ast.NewNodeKind("MathInline")
 	KindUnderline   = ast.NewNodeKind("Underline")
@@ -39,12 +40,23 @@ func (n *Notice) Dump(src []byte, level int) {
 	ast.DumpHelper(n, src, level, map[string]string{"Style": n.Style}, nil)
 }
 
-// Toggle is a `+++ Title` … `+++` block, printed open.
+// Toggle is a `+++ Title` … `+++` block, printed open. Its first child is
+// the ToggleTitle, the blocks of its body follow.
 type Toggle struct {
 	ast.BaseBlock
 	Title []byte // raw source of the title (backslash escapes unresolved)
 	fence int
 }
+
+// ToggleTitle is a toggle's title line, parsed as inline Markdown (goldmark
+// parses the inlines of every block that has lines).
+type ToggleTitle struct{ ast.BaseBlock }
+
+// Kind implements ast.Node.
+func (n *ToggleTitle) Kind() ast.NodeKind { return KindToggleTitle }
+
+// Dump implements ast.Node.
+func (n *ToggleTitle) Dump(src []byte, level int) { ast.DumpHelper(n, src, level, nil, nil) }
 
 // Kind implements ast.Node.
 func (n *Toggle) Kind() ast.NodeKind { return KindToggle }
@@ -209,7 +221,7 @@ type toggleParser struct{}
 func (toggleParser) Trigger() []byte { return []byte{'+'} }
 
 func (toggleParser) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
-	line, _ := reader.PeekLine()
+	line, seg := reader.PeekLine()
 	i := pc.BlockOffset()
 	if i < 0 {
 		return nil, parser.NoChildren
@@ -221,12 +233,24 @@ func (toggleParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 	if j-i < 3 || j >= len(line) || (line[j] != ' ' && line[j] != '\t') {
 		return nil, parser.NoChildren
 	}
-	title := bytes.TrimSpace(line[j:])
+	k := j
+	for k < len(line) && (line[k] == ' ' || line[k] == '\t') {
+		k++
+	}
+	title := bytes.TrimRight(line[k:], " \t\r\n")
 	if len(title) == 0 {
 		return nil, parser.NoChildren
 	}
 	reader.AdvanceToEOL()
-	return &Toggle{Title: append([]byte(nil), title...), fence: j - i}, parser.HasChildren
+	t := &Toggle{Title: append([]byte(nil), title...), fence: j - i}
+	// The title is a child block of its own, added here rather than
+	// opened by the parser: no later line continues it, and the body's
+	// blocks follow it.
+	tt := &ToggleTitle{}
+	start := seg.Start + k - seg.Padding // Padding: spaces of a tab that are not in the source
+	tt.Lines().Append(text.NewSegment(start, start+len(title)))
+	t.AppendChild(t, tt)
+	return t, parser.HasChildren
 }
 
 func (toggleParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {

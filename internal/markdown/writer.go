@@ -651,19 +651,29 @@ func (r *writer) notice(n *Notice) {
 }
 
 func (r *writer) toggle(n *Toggle) {
-	title := strings.Join(textPieces(n.Title), " ")
-	if r.listDepth >= maxListDepth || r.footnote || r.cell {
+	flat := r.listDepth >= maxListDepth || r.footnote || r.cell
+	if flat {
 		r.raw(`\optoggletitle{`)
-		r.text(cleanLine(title), modeText)
-		r.raw("}\n")
-		r.blocks(n)
+	} else {
+		r.listDepth++
+		r.raw(`\begin{optoggle}{`)
+	}
+	body := ast.Node(n.FirstChild())
+	if title, ok := body.(*ToggleTitle); ok {
+		// The title is an argument: footnotes in it are set after the
+		// block, display math inline.
+		r.args++
+		r.inlines(title)
+		r.args--
+		body = title.NextSibling()
+	}
+	r.raw("}\n")
+	for c := body; c != nil; c = c.NextSibling() {
+		r.block(c)
+	}
+	if flat {
 		return
 	}
-	r.listDepth++
-	r.raw(`\begin{optoggle}{`)
-	r.text(cleanLine(title), modeText)
-	r.raw("}\n")
-	r.blocks(n)
 	r.nl()
 	r.raw("\\end{optoggle}\n")
 	r.listDepth--
