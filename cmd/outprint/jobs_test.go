@@ -297,11 +297,19 @@ func TestServeJobs(t *testing.T) {
 				t.Errorf("TeX processes left after serve returned: %v", left)
 			}
 
-			s = startService(t, writeConfig(t, conf("2m")), nil)
+			// The next process renders with a page limit of 1, so that a
+			// second job fails and /metrics counts it by code.
+			s = startService(t, writeConfig(t, conf("2m")+"render: {maxPages: 1}\n"), nil)
 			s.waitReady()
 			if got := s.waitJob(j.ID); got.State != jobs.StateSucceeded {
 				t.Fatalf("released job after restart = %+v, want succeeded", got)
 			}
+			long := s.submit("# Too long\n\n" + strings.Repeat("A paragraph that fills a few lines of the page, again and again and again.\n\n", 120))
+			if got := s.waitJob(long.ID); got.State != jobs.StateFailed || got.Error == nil || got.Error.Code != "too_many_pages" || got.Attempts != 1 {
+				t.Errorf("job over the page limit = %+v, want failed with too_many_pages on its first attempt", got)
+			}
+			s.waitMetric(`outprint_job_failures_total{code="too_many_pages"}`, 1)
+			s.waitMetric(`outprint_jobs{state="failed"}`, 1)
 			resp, err := http.Get(s.url + "/v1/jobs/" + j.ID + "/result")
 			if err != nil {
 				t.Fatal(err)
