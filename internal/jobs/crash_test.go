@@ -40,7 +40,8 @@ const crashTenant, crashKey = "crash-tenant", "crash-key"
 func crashConfig() Config {
 	cfg := testConfig()
 	cfg.JobTimeout = 20 * time.Second
-	cfg.RescueAfter = cfg.JobTimeout + riverGrace + time.Second
+	cfg.BudgetWait = time.Second
+	cfg.RescueAfter = cfg.attemptLimit() + time.Second
 	cfg.TTL = 5 * time.Second
 	return cfg
 }
@@ -182,12 +183,17 @@ func crashScenario(t *testing.T, kind, failpoint string, rendersAfter int) {
 		t.Fatalf("after %s: jobs = %+v, want 1", failpoint, listed)
 	}
 
-	if rendersAfter == 0 || failpoint == FailDuringRender {
-		// The killed attempt is still "running" for River. Its
-		// rescuer runs when this process becomes leader (once
-		// the dead child's term ran out) and then every 30 s;
-		// starting after RescueAfter lets the first run find the
-		// attempt old enough to rescue.
+	var riverState string
+	if err := h.db.pool().queryRow(ctx, `SELECT state FROM river_job`).Scan(&riverState); err != nil && !errors.Is(err, errNoRows) {
+		t.Fatal(err)
+	}
+	if riverState == "running" {
+		// The killed attempt is still "running" for River (also after
+		// after-job-create when the child's worker claimed it before the
+		// kill). The rescuer runs when this process becomes leader (once
+		// the dead child's term ran out) and then every 30 s; starting
+		// after RescueAfter lets its first run find the attempt old
+		// enough to rescue.
 		time.Sleep(time.Until(killed.Add(crashConfig().RescueAfter)))
 	}
 	h.start(h.svc)
@@ -232,12 +238,9 @@ func crashScenario(t *testing.T, kind, failpoint string, rendersAfter int) {
 	if orphan != "" {
 		// The orphan goes once it is older than TTL.
 		time.Sleep(time.Until(mustIDTime(t, orphan).Add(crashConfig().TTL + 100*time.Millisecond)))
-		res, err := h.svc.Sweep(ctx)
-		if err != nil {
+		// (River's periodic sweep may have been first.)
+		if _, err := h.svc.Sweep(ctx); err != nil {
 			t.Fatal(err)
-		}
-		if res.Orphans != 1 {
-			t.Errorf("Sweep().Orphans = %d, want 1", res.Orphans)
 		}
 		if _, err := os.Stat(filepath.Join(h.store.Root(), "jobs", orphan)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("orphan input %s still stored (%v)", orphan, err)

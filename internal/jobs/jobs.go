@@ -252,9 +252,14 @@ type Config struct {
 	// plus one minute for image conversion and storage). A job that runs
 	// out fails with code "timeout".
 	JobTimeout time.Duration
+	// BudgetWait bounds how long a claimed job waits for a Budget unit
+	// before it is put back in the queue for later, without using an
+	// attempt (default JobTimeout).
+	BudgetWait time.Duration
 	// RescueAfter is how long an attempt may go without finishing before
 	// River's rescuer assumes its worker died and schedules a retry
-	// (default JobTimeout + 1 min; always longer than JobTimeout).
+	// (default BudgetWait + JobTimeout + 1 min; always longer than an
+	// attempt can take, or a live attempt would be run twice).
 	RescueAfter time.Duration
 	// MaxAttempts bounds the attempts of a job (default 5).
 	MaxAttempts int
@@ -296,7 +301,8 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.TTL, time.Hour)
 	def(&c.RowRetention, 7*24*time.Hour)
 	def(&c.JobTimeout, limits.DefaultRenderTimeout+time.Minute)
-	def(&c.RescueAfter, c.JobTimeout+time.Minute)
+	def(&c.BudgetWait, c.JobTimeout)
+	def(&c.RescueAfter, c.attemptLimit()+time.Minute)
 	def(&c.RetryBase, 2*time.Second)
 	def(&c.RetryMax, 5*time.Minute)
 	def(&c.SweepInterval, time.Minute)
@@ -314,15 +320,15 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	switch {
-	case c.TTL < 0, c.RowRetention < 0, c.JobTimeout < 0, c.RetryBase < 0, c.RetryMax < 0,
+	case c.TTL < 0, c.RowRetention < 0, c.JobTimeout < 0, c.BudgetWait < 0, c.RetryBase < 0, c.RetryMax < 0,
 		c.SweepInterval < 0, c.CancelPoll < 0, c.ProgressInterval < 0:
 		return c, errors.New("jobs: durations must be positive")
 	case c.MaxWorkers < 0 || c.MaxWorkers > 10_000:
 		return c, fmt.Errorf("jobs: MaxWorkers %d: want 1 to 10000", c.MaxWorkers)
 	case c.MaxAttempts < 1:
 		return c, fmt.Errorf("jobs: MaxAttempts %d: want at least 1", c.MaxAttempts)
-	case c.RescueAfter <= c.JobTimeout+riverGrace:
-		return c, fmt.Errorf("jobs: RescueAfter %s must exceed JobTimeout %s by more than %s", c.RescueAfter, c.JobTimeout, riverGrace)
+	case c.RescueAfter <= c.attemptLimit():
+		return c, fmt.Errorf("jobs: RescueAfter %s must exceed BudgetWait + JobTimeout + %s (%s)", c.RescueAfter, riverGrace, c.attemptLimit())
 	case c.RowRetention < c.TTL:
 		return c, fmt.Errorf("jobs: RowRetention %s is shorter than TTL %s", c.RowRetention, c.TTL)
 	case c.FetchPollInterval < c.FetchCooldown:
@@ -336,10 +342,14 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// riverGrace is added to JobTimeout for River's own deadline, so that the
-// worker's timeout fires first and the job fails with code "timeout" instead
-// of River's cancellation.
+// riverGrace is added to the attempt's own bounds for River's deadline, so
+// that the worker's timeouts fire first and the job fails with code
+// "timeout" (or waits again for the budget) instead of River cancelling it.
 const riverGrace = 5 * time.Second
+
+// attemptLimit is River's deadline for one attempt: the budget wait, the
+// render and a grace period for storing the result.
+func (c Config) attemptLimit() time.Duration { return c.BudgetWait + c.JobTimeout + riverGrace }
 
 // Failpoints for crash tests (Config.Failpoint, env OUTPRINT_FAILPOINT).
 const (

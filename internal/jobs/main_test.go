@@ -126,7 +126,8 @@ func testConfig() Config {
 	return Config{
 		MaxWorkers:        2,
 		JobTimeout:        30 * time.Second,
-		RescueAfter:       40 * time.Second,
+		BudgetWait:        5 * time.Second,
+		RescueAfter:       45 * time.Second,
 		MaxAttempts:       3,
 		RetryBase:         20 * time.Millisecond,
 		RetryMax:          100 * time.Millisecond,
@@ -206,7 +207,7 @@ func (h *harness) wait(tenant, id string, timeout time.Duration, cond func(Job) 
 
 func (h *harness) waitTerminal(tenant, id string) Job {
 	h.t.Helper()
-	return h.wait(tenant, id, 90*time.Second, func(j Job) bool { return j.Terminal() })
+	return h.wait(tenant, id, 2*time.Minute, func(j Job) bool { return j.Terminal() })
 }
 
 // jobFiles lists the files stored for a job, relative to its folder.

@@ -81,7 +81,7 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 	rc := &river.Config{
 		Queues:               queues,
 		Workers:              workers,
-		JobTimeout:           cfg.JobTimeout + riverGrace,
+		JobTimeout:           cfg.attemptLimit(),
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		MaxAttempts:          cfg.MaxAttempts,
 		RetryPolicy:          backoff{base: cfg.RetryBase, max: cfg.RetryMax},

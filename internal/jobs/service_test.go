@@ -677,9 +677,32 @@ func TestBudgetBoundsConcurrency(t *testing.T) {
 			cfg := testConfig()
 			cfg.MaxWorkers = 4
 			cfg.Budget = bud
+			cfg.BudgetWait = 200 * time.Millisecond
 			h := newHarness(t, kind, newTeXRenderer(t), cfg)
 			h.start(h.svc)
-			var ids []string
+
+			// While synchronous renders hold the whole budget, a job waits
+			// queued and spends no attempt.
+			if err := bud.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			first, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte("first\n")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			if j, _ := h.svc.Get(ctx, "acme", first.ID); j.State != StateQueued || j.Attempts != 0 {
+				t.Errorf("job while the budget is busy = %s after %d attempts, want queued after 0", j.State, j.Attempts)
+			}
+			bud.Release()
+			if j := h.waitTerminal("acme", first.ID); j.State != StateSucceeded || j.Attempts != 1 {
+				t.Errorf("job after the budget freed = %s after %d attempts, want succeeded after 1", j.State, j.Attempts)
+			}
+			bud.mu.Lock()
+			bud.max = 0
+			bud.mu.Unlock()
+
+			ids := []string{first.ID}
 			for i := range 4 {
 				j, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte(fmt.Sprintf("doc %d\n", i))})
 				if err != nil {
@@ -701,8 +724,8 @@ func TestBudgetBoundsConcurrency(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.ByState[StateSucceeded] != 4 || st.ByState[StateQueued] != 0 || st.OldestQueued != 0 {
-				t.Errorf("Stats = %+v, want 4 succeeded, nothing queued", st)
+			if st.ByState[StateSucceeded] != 5 || st.ByState[StateQueued] != 0 || st.OldestQueued != 0 {
+				t.Errorf("Stats = %+v, want 5 succeeded, nothing queued", st)
 			}
 		})
 	}

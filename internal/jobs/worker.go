@@ -25,12 +25,15 @@ func (w *renderWorker) Work(ctx context.Context, rj *river.Job[renderArgs]) erro
 	return w.s.work(ctx, rj)
 }
 
-// Timeout is River's own deadline for an attempt: a little longer than
-// JobTimeout, so that the worker's timeout fires first and is reported as
-// code "timeout".
+// Timeout is River's own deadline for an attempt: longer than the budget
+// wait and the render together, so that the worker's own timeouts fire
+// first.
 func (w *renderWorker) Timeout(*river.Job[renderArgs]) time.Duration {
-	return w.s.cfg.JobTimeout + riverGrace
+	return w.s.cfg.attemptLimit()
 }
+
+// errBudgetBusy is the cause of a budget wait that ran out of BudgetWait.
+var errBudgetBusy = errors.New("render budget busy")
 
 // errInputMissing marks a job whose stored input is gone: it cannot
 // succeed on any attempt.
@@ -81,7 +84,16 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 	}()
 
 	if s.cfg.Budget != nil {
-		if err := s.cfg.Budget.Acquire(jctx); err != nil {
+		bctx, cancel := context.WithTimeoutCause(jctx, s.cfg.BudgetWait, errBudgetBusy)
+		err := s.cfg.Budget.Acquire(bctx)
+		cancel()
+		if err != nil {
+			if jctx.Err() == nil && errors.Is(context.Cause(bctx), errBudgetBusy) {
+				// Renders (synchronous ones too) keep the budget busy:
+				// not the job's fault, so no attempt is spent.
+				log.Info("jobs: render budget busy, requeued")
+				return river.JobSnooze(s.cfg.RetryBase)
+			}
 			return s.settle(ctx, jctx, rj, job, fmt.Errorf("render budget: %w", err), 0)
 		}
 		defer s.cfg.Budget.Release()

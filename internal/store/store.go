@@ -178,21 +178,28 @@ func (s *FS) Create(ctx context.Context, key string, r io.Reader) (err error) {
 			_ = os.Remove(p)
 		}
 	}()
-	// The folder syncs run in their own goroutine, owned by this call:
-	// Create waits for it on every path below.
-	dirsSynced := make(chan error, 1)
-	go func() {
-		err := syncDir(dir)
-		for i := len(created) - 1; i >= 0 && err == nil; i-- {
-			err = syncDir(filepath.Dir(created[i]))
-		}
-		dirsSynced <- err
-	}()
+	// The folder syncs run in goroutines of their own, one per folder, so
+	// that they join the same journal commit as the file's sync instead of
+	// waiting for one commit each. Create waits for all of them on every
+	// path below.
+	dirs := []string{dir}
+	for _, c := range created {
+		dirs = append(dirs, filepath.Dir(c))
+	}
+	dirsSynced := make(chan error, len(dirs))
+	for _, d := range dirs {
+		go func() { dirsSynced <- syncDir(d) }()
+	}
 	werr := copyCtx(ctx, f, r)
 	if werr == nil {
 		werr = f.Sync()
 	}
-	derr := <-dirsSynced
+	var derr error
+	for range dirs {
+		if err := <-dirsSynced; err != nil && derr == nil {
+			derr = err
+		}
+	}
 	if werr != nil {
 		return fmt.Errorf("create %s: write: %w", key, werr)
 	}
