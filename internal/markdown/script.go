@@ -329,17 +329,30 @@ func chainFor(r rune, buf []fontID) []fontID {
 // base. Bidi control characters and control characters other than tab and
 // newline are dropped; a character no font has becomes U+FFFD.
 func SplitRuns(s string) []Run {
+	runs, _ := splitRuns(s, fontNone, fontNone)
+	return runs
+}
+
+// splitRuns is SplitRuns for a piece of a longer text (the writer meets a
+// paragraph piece by piece, between its markup): prev is the font of the
+// last letter before s and next that of the first letter after it, each
+// fontNone when there is none or it does not matter. It also returns the
+// font of the last letter of s (prev when s has none), the next piece's
+// prev.
+func splitRuns(s string, prev, next fontID) ([]Run, fontID) {
 	cs := clusters(s)
 	var buf [numFonts + 1]fontID
+	last := prev
 	for i := range cs {
 		c := &cs[i]
 		r := c.runes[0]
 		c.strong = unicode.IsLetter(r) || scriptFont(r) != fontMain
 		if c.strong {
 			place(c, chainFor(r, buf[:]))
+			last = c.font
 		}
 	}
-	resolveNeutrals(cs)
+	resolveNeutrals(cs, prev, next)
 
 	var runs []Run
 	start, cur, curRTL := 0, fontNone, false
@@ -371,7 +384,7 @@ func SplitRuns(s string) []Run {
 	if cur != fontNone {
 		flush(len(cs))
 	}
-	return runs
+	return runs, last
 }
 
 // joinClusters returns the text of cs. For a run of left-to-right font
@@ -470,10 +483,11 @@ func mirror(r rune) rune {
 // follows the bidi algorithm for a left-to-right paragraph: neutrals
 // between two right-to-left letters, and numbers after a right-to-left
 // letter (with the neutrals before them), belong to the right-to-left
-// stretch; everything else is left to right.
-func resolveNeutrals(cs []cluster) {
+// stretch; everything else is left to right. prev and next are the fonts
+// of the letters before and after cs (fontNone for none).
+func resolveNeutrals(cs []cluster, prev, next fontID) {
 	var buf [numFonts + 2]fontID
-	prev := fontNone // font of the last letter before the sequence
+	after := next
 	for i := 0; i < len(cs); {
 		if cs[i].strong {
 			prev = cs[i].font
@@ -484,7 +498,7 @@ func resolveNeutrals(cs []cluster) {
 		for j < len(cs) && !cs[j].strong {
 			j++
 		}
-		next := fontNone
+		next := after
 		if j < len(cs) {
 			next = cs[j].font
 		}

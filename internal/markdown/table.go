@@ -58,7 +58,7 @@ func (r *writer) wideTable(rows []ast.Node) {
 			if c != row.FirstChild() {
 				r.raw(` \textbar{} `)
 			}
-			r.inlines(c)
+			r.bidiPara(c)
 		}
 		if header {
 			r.raw(`}`)
@@ -288,10 +288,10 @@ func (r *writer) table(t *extast.Table) {
 			r.word = 0
 			if header {
 				r.raw(`\opthead{`)
-				r.inlines(c)
+				r.bidiPara(c)
 				r.raw(`}`)
 			} else {
-				r.inlines(c)
+				r.bidiPara(c)
 			}
 			j++
 		}

@@ -57,6 +57,17 @@ type texWriter struct {
 	firstBreak int
 	everyBreak int
 	para       int // bytes of text since the last block started
+
+	// Right-to-left stretches. A stretch (see WriteRuns) must not be
+	// split, or its words print in the wrong order; in a paragraph it may
+	// span several pieces of text, across bold, italics, links and code,
+	// which TeX--XeT reverses as a whole. Where bidi is false each piece
+	// of text is a paragraph of its own.
+	bidi      bool                          // pieces of text share stretches (a paragraph's inlines)
+	rtlOpen   bool                          // \beginR written, \endR not yet
+	frozen    bool                          // inside ulem: rtlOpen does not change, RTL runs are stretches of their own
+	rtlPrev   fontID                        // font of the last letter written if it is right to left, else fontNone
+	lookahead func() (f fontID, digit bool) // the first letter after the current piece (see writer.nextLetter)
 }
 
 // raw writes LaTeX made by the writer (or by HighlightCode) as it is.
@@ -111,10 +122,21 @@ func (w *texWriter) space() {
 	if w.para >= maxPara {
 		w.para = 0
 		w.word = 0
-		w.raw(`\opbrk{}`)
+		w.parBreak()
 		return
 	}
 	w.plainSpace()
+}
+
+// parBreak ends the paragraph and goes on without indentation or space
+// (\opbrk). A right-to-left stretch cannot span two paragraphs: it is
+// closed before and opened again after.
+func (w *texWriter) parBreak() {
+	if w.rtlOpen && !w.frozen {
+		w.raw(`\endR{}\opbrk{}\beginR{}`)
+		return
+	}
+	w.raw(`\opbrk{}`)
 }
 
 // plainSpace is space without the paragraph cut (bookmarks, PDF strings).
@@ -140,28 +162,112 @@ const (
 )
 
 // text writes user text: every character that could mean something to TeX
-// is escaped, runs of other scripts get their font switch.
+// is escaped, runs of other scripts get their font switch, right-to-left
+// stretches are put between \beginR and \endR.
 func (w *texWriter) text(s string, m textMode) {
-	if m != modePlain && !isASCII(s) {
-		for _, r := range SplitRuns(s) {
-			if r.Font == "" || !validFontKey(r.Font) {
+	if m == modePlain || isASCII(s) && !w.inRTL() {
+		// ASCII after a left-to-right letter (or none) is left to right
+		// and in the main font: nothing to split.
+		w.esc(s, m)
+		return
+	}
+	prev := w.rtlPrev
+	if !isRTLFont(prev) {
+		// Only a right-to-left letter before s changes how s is split.
+		prev = fontNone
+	}
+	runs, last := splitRuns(s, prev, fontNone)
+	next := fontNone
+	if isRTLFont(last) && w.bidi && w.lookahead != nil {
+		// What follows s decides whether the stretch goes on: the
+		// neutrals at the end of s belong to it only if a right-to-left
+		// letter (or a number) comes next.
+		f, digit := w.lookahead()
+		switch {
+		case digit:
+			next = last
+		case isRTLFont(f):
+			next = f
+		}
+		if next != fontNone {
+			runs, last = splitRuns(s, prev, next)
+		}
+	}
+	w.runs(runs, m)
+	w.rtlPrev = fontNone
+	if isRTLFont(last) && w.bidi {
+		w.rtlPrev = last
+	}
+	if next == fontNone {
+		w.endRTL()
+	}
+}
+
+// runs writes runs: each in its font's \opfont<key>{…} (the main font's
+// plain), each maximal sequence of RTL runs after \beginR. The stretch is
+// left open after the last run; endRTL closes it.
+func (w *texWriter) runs(runs []Run, m textMode) {
+	if w.frozen {
+		for _, r := range runs {
+			if !r.RTL && (r.Font == "" || !validFontKey(r.Font)) {
 				w.esc(r.Text, m)
 				continue
 			}
-			w.raw(`\opfont` + r.Font + `{`)
+			if r.Font != "" && validFontKey(r.Font) {
+				w.raw(`\opfont` + r.Font)
+			}
+			w.raw(`{`)
 			if r.RTL {
-				w.raw(`\beginR `)
+				w.raw(`\beginR{}`)
 			}
 			w.esc(r.Text, m)
 			if r.RTL {
-				w.raw(`\endR`)
+				w.raw(`\endR{}`)
 			}
 			w.raw(`}`)
 		}
 		return
 	}
-	w.esc(s, m)
+	for _, r := range runs {
+		if r.RTL && !w.rtlOpen {
+			// Not "\beginR ": a space that starts the run would be
+			// skipped as the end of the control word.
+			w.raw(`\beginR{}`)
+			w.rtlOpen = true
+		} else if !r.RTL && w.rtlOpen {
+			w.endRTL()
+		}
+		if r.Font == "" || !validFontKey(r.Font) {
+			w.esc(r.Text, m)
+			continue
+		}
+		w.raw(`\opfont` + r.Font + `{`)
+		w.esc(r.Text, m)
+		w.raw(`}`)
+	}
 }
+
+// inRTL reports whether text written now continues a right-to-left
+// stretch or follows a right-to-left letter.
+func (w *texWriter) inRTL() bool { return w.rtlOpen || isRTLFont(w.rtlPrev) }
+
+// endRTL closes an open right-to-left stretch (not inside ulem, where it
+// stays as it is).
+func (w *texWriter) endRTL() {
+	if w.rtlOpen && !w.frozen {
+		w.raw(`\endR{}`)
+		w.rtlOpen = false
+	}
+}
+
+// bidiBreak ends the bidirectional paragraph: what comes next (after a
+// line break, a formula, an image) starts afresh.
+func (w *texWriter) bidiBreak() {
+	w.endRTL()
+	w.rtlPrev = fontNone
+}
+
+func isRTLFont(f fontID) bool { return f < numFonts && fonts[f].rtl }
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -240,7 +346,7 @@ func (w *texWriter) esc(s string, m textMode) {
 				// as one paragraph, 1 s cut into paragraphs of a few
 				// lines): \opbrk ends the paragraph and goes on without
 				// indentation or space.
-				w.raw(`\opbrk{}`)
+				w.parBreak()
 			} else {
 				w.raw(`\opbr{}`)
 			}

@@ -57,6 +57,8 @@ var sectionCommands = [...]string{"section", "subsection", "subsubsection", "par
 // alternative text (the images stage has reported it already).
 func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 	r := &writer{d: d, images: images, fnNumber: map[int]int{}}
+	r.lookahead = r.nextLetter
+	r.rtlPrev = fontNone
 	r.texWriter.b = make([]byte, 0, len(d.src)*2+4096)
 	r.firstBreak, r.everyBreak = 20, 6
 
@@ -144,6 +146,12 @@ type writer struct {
 	caption    bool // inside an image caption (a minipage)
 	args       int  // open macro arguments around inline text (\textbf{…}, \href{…}{…}): no \par there
 	quiet      bool // writing text a second time: no warnings
+
+	// The bidirectional paragraph being written (bidi.go): its root, the
+	// inline node being written, and laStop when a line break ends the
+	// current piece of text.
+	laRoot, laNode ast.Node
+	laStop         bool
 	tocCopy    bool // writing a heading's copy for the table of contents
 }
 
@@ -331,7 +339,7 @@ func (r *writer) paragraph(n ast.Node) {
 		}
 		return
 	}
-	r.inlines(n)
+	r.bidiPara(n)
 	r.raw(`\par`)
 	r.nl()
 }
@@ -402,7 +410,7 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	if r.footnote || r.cell {
 		r.raw(`\opminorheading{`)
 		r.heading = true
-		r.inlines(h)
+		r.bidiPara(h)
 		r.heading = false
 		r.raw("}\n")
 		return
@@ -419,7 +427,7 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	r.heading = true
 	r.quiet = true
 	r.tocCopy = true
-	r.inlines(h)
+	r.bidiPara(h)
 	r.tocCopy = false
 	r.quiet = false
 	r.raw(`}{`)
@@ -433,7 +441,7 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	if dest, ok := r.dests[h]; ok {
 		r.raw(`\opanchor{` + dest + `}`)
 	}
-	r.inlines(h)
+	r.bidiPara(h)
 	r.heading = false
 	r.raw("}\n")
 }
@@ -663,7 +671,7 @@ func (r *writer) toggle(n *Toggle) {
 		// The title is an argument: footnotes in it are set after the
 		// block, display math inline.
 		r.args++
-		r.inlines(title)
+		r.bidiPara(title)
 		r.args--
 		body = title.NextSibling()
 	}
@@ -779,6 +787,7 @@ func (r *writer) inlines(n ast.Node) {
 // hardBreak ends a line inside a paragraph; where a line cannot end
 // (headings, underlined text) it is a space.
 func (r *writer) hardBreak() {
+	r.bidiBreak()
 	if r.heading || r.ulem > 0 {
 		r.space()
 		return
@@ -788,18 +797,22 @@ func (r *writer) hardBreak() {
 }
 
 func (r *writer) inline(n ast.Node) {
+	r.laNode = n
 	switch n := n.(type) {
 	case *ast.Text:
 		v := n.Segment.Value(r.d.src)
-		if plainASCII(v) {
+		if plainASCII(v) && !r.inRTL() {
 			r.escBytes(v)
 		} else {
-			for i, piece := range textPieces(v) {
+			pieces := textPieces(v)
+			for i, piece := range pieces {
 				if i > 0 {
 					r.hardBreak()
 				}
+				r.laStop = i < len(pieces)-1
 				r.text(piece, modeText)
 			}
+			r.laStop = false
 		}
 		switch {
 		case n.HardLineBreak():
@@ -875,6 +888,7 @@ func (r *writer) inlineOther(n ast.Node) {
 			b.Write(s.Value(r.d.src))
 		}
 		if r.cell && isBr(b.String()) {
+			r.bidiBreak()
 			r.raw(`\opnl{}`)
 			return
 		}
@@ -909,6 +923,11 @@ func (r *writer) decorated(cmd string, n ast.Node) {
 		// ulem does not survive a moving argument; headings keep the text.
 		r.inlines(n)
 		return
+	}
+	if !r.frozen {
+		r.laNode, r.laStop = n, false
+		end := r.freeze(r.d.plain(n))
+		defer end()
 	}
 	r.raw(cmd + `{`)
 	r.ulem++
@@ -987,6 +1006,11 @@ type pendingNote struct {
 
 func (r *writer) noteBody(fn *extast.Footnote) {
 	saved := r.cur
+	// The note is text of its own, even when its mark stands inside a
+	// right-to-left stretch (which goes on after it).
+	savedBidi := r.saveBidi()
+	r.bidi, r.rtlOpen, r.rtlPrev = false, false, fontNone
+	defer r.restoreBidi(savedBidi)
 	r.footnote = true
 	for c := fn.FirstChild(); c != nil; c = c.NextSibling() {
 		r.block(c)
@@ -1321,7 +1345,7 @@ func (r *writer) figure(n *ast.Image) {
 	r.nl()
 	if !ok {
 		r.raw(`\opmissing{`)
-		r.inlines(n)
+		r.bidiPara(n)
 		r.raw("}\\par\n")
 		return
 	}
@@ -1329,7 +1353,7 @@ func (r *writer) figure(n *ast.Image) {
 	if n.ChildCount() > 0 {
 		r.raw(`\opcaption{`)
 		r.caption = true
-		r.inlines(n)
+		r.bidiPara(n)
 		r.caption = false
 		r.raw("}\n")
 	}
