@@ -152,7 +152,7 @@ type writer struct {
 	// current piece of text.
 	laRoot, laNode ast.Node
 	laStop         bool
-	tocCopy    bool // writing a heading's copy for the table of contents
+	tocCopy        bool // writing a heading's copy for the table of contents
 }
 
 // boxed reports whether the current place cannot hold a page-breaking
