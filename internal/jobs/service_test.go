@@ -589,7 +589,13 @@ func TestFailures(t *testing.T) {
 				if calls != tt.wantAttempts {
 					t.Errorf("renders = %d, want %d", calls, tt.wantAttempts)
 				}
+				// The observer hears of the end right after the state
+				// commits, so the poll above can see the state first.
 				f, retried, started := rec.snapshot()
+				for deadline := time.Now().Add(5 * time.Second); f[tt.wantState+"/"+tt.wantCode] == 0 && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+					f, retried, started = rec.snapshot()
+				}
 				if retried != tt.wantRetried || started != 1 || f[tt.wantState+"/"+tt.wantCode] != 1 {
 					t.Errorf("observer: retried %d started %d finished %v, want %d, 1, {%s/%s:1}",
 						retried, started, f, tt.wantRetried, tt.wantState, tt.wantCode)
