@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,21 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/testenv"
 )
-
-// postgresURL is the server the PostgreSQL tests create their databases on
-// (OUTPRINT_TEST_POSTGRES_URL, default the local trust-auth server).
-func postgresURL() string {
-	if u := os.Getenv("OUTPRINT_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
 
 // testDatabase returns the URL of a fresh, empty database of kind, dropped
 // when the test ends.
@@ -41,37 +27,7 @@ func testDatabase(t *testing.T, kind, dataDir string) string {
 	if kind == "sqlite" {
 		return "sqlite://" + filepath.Join(dataDir, "outprint.db")
 	}
-	ctx := context.Background()
-	base := postgresURL()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		testenv.Missing(t, fmt.Sprintf("PostgreSQL: %v", err))
-		return ""
-	}
-	defer conn.Close(ctx)
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	name := "outprint_cmd_" + hex.EncodeToString(rnd[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return testenv.PostgresDatabase(t, "outprint_cmd")
 }
 
 // runWithEnv runs the outprint binary with extra environment variables.

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,16 +44,6 @@ import (
 // dbKinds are the two databases every job test runs on.
 var dbKinds = []string{"sqlite", "postgres"}
 
-// jobsPostgresURL is the server the PostgreSQL tests create their
-// databases on (OUTPRINT_TEST_POSTGRES_URL, default the local trust-auth
-// server).
-func jobsPostgresURL() string {
-	if u := os.Getenv("OUTPRINT_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
 // jobsDatabase returns the URL of a fresh database of kind, dropped when
 // the test ends.
 func jobsDatabase(t *testing.T, kind string) string {
@@ -64,37 +51,7 @@ func jobsDatabase(t *testing.T, kind string) string {
 	if kind == "sqlite" {
 		return "sqlite://" + filepath.Join(t.TempDir(), "outprint.db")
 	}
-	ctx := context.Background()
-	base := jobsPostgresURL()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		testenv.Missing(t, fmt.Sprintf("PostgreSQL: %v", err))
-		return ""
-	}
-	defer conn.Close(ctx)
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	name := "outprint_httpapi_" + hex.EncodeToString(rnd[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return testenv.PostgresDatabase(t, "outprint_httpapi")
 }
 
 // jobsOptions shape one job test server.

@@ -2,13 +2,10 @@ package jobs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/store"
@@ -52,15 +47,6 @@ func TestMain(m *testing.M) {
 // kinds are the two engines every test runs on.
 var kinds = []string{"sqlite", "postgres"}
 
-// postgresURL is the server the PostgreSQL tests create their databases
-// on (OUTPRINT_TEST_POSTGRES_URL, default the local trust-auth server).
-func postgresURL() string {
-	if u := os.Getenv("OUTPRINT_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
 // testDatabase returns the URL of a fresh, empty database of kind, removed
 // when the test ends.
 func testDatabase(t testing.TB, kind string) string {
@@ -68,37 +54,7 @@ func testDatabase(t testing.TB, kind string) string {
 	if kind == "sqlite" {
 		return "sqlite://" + filepath.Join(t.TempDir(), "db", "outprint.db")
 	}
-	ctx := context.Background()
-	base := postgresURL()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		testenv.Missing(t, fmt.Sprintf("PostgreSQL at %s: %v", redact(base), err))
-		return ""
-	}
-	defer conn.Close(ctx)
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "outprint_test_" + hex.EncodeToString(rnd[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return testenv.PostgresDatabase(t, "outprint_test")
 }
 
 func openTestDB(t testing.TB, databaseURL string) *DB {
