@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/outprint/outprint/internal/testenv"
 )
 
 func TestRunMinimal(t *testing.T) {
@@ -273,7 +275,7 @@ func TestSandboxEnv(t *testing.T) {
 	t.Setenv("FAKE_SECRET", "hunter2")
 	env, err := NewRunner(RunnerConfig{Program: "env", TempDir: t.TempDir()})
 	if err != nil {
-		t.Skipf("no env program: %v", err)
+		testenv.Missing(t, fmt.Sprintf("env program: %v", err))
 	}
 	dir := t.TempDir()
 	var mu sync.Mutex
