@@ -162,7 +162,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	status, problems, retry := errorAnswer(err)
 	switch {
-	case status >= 500:
+	case status >= 500 && status != http.StatusServiceUnavailable:
+		// 503 is a state (starting, stopping), not a fault: it is logged
+		// as a refusal below.
 		s.log.ErrorContext(ctx, "request failed", "request_id", requestID(ctx), "status", status, "err", err)
 	default:
 		s.log.InfoContext(ctx, "request refused", "request_id", requestID(ctx), "status", status, "err", err)
