@@ -114,3 +114,43 @@ func BenchmarkLaTeXTables(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHighlight measures HighlightCode alone on the handbook's code
+// blocks (bash, Go, Python), in bytes of code per second.
+func BenchmarkHighlight(b *testing.B) {
+	shared := testenv.SharedDir(b, "../..")
+	if shared == "" {
+		testenv.Missing(b, "../shared/corpus/handbook.md")
+	}
+	src, err := os.ReadFile(filepath.Join(shared, "corpus", "handbook.md"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	type block struct{ lang, code string }
+	var blocks []block
+	size := 0
+	for rest := string(src); ; {
+		i := strings.Index(rest, "```")
+		if i < 0 {
+			break
+		}
+		lang, body, _ := strings.Cut(rest[i+3:], "\n")
+		j := strings.Index(body, "```")
+		if j < 0 {
+			break
+		}
+		blocks = append(blocks, block{lang, body[:j]})
+		size += j
+		rest = body[j+3:]
+	}
+	if len(blocks) != 3 {
+		b.Fatalf("handbook.md has %d code blocks, want 3", len(blocks))
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, bl := range blocks {
+			HighlightCode(bl.lang, bl.code)
+		}
+	}
+}

@@ -160,6 +160,10 @@ func highlightTokens(lang, code string) ([]chroma.Token, bool) {
 	if lexer == nil {
 		return nil, false
 	}
+	if f := getFastLexer(lexer); f != nil {
+		tokens, err := f.tokens(code, time.Now().Add(highlightBudget))
+		return tokens, err == nil
+	}
 	it, err := chroma.Coalesce(lexer).Tokenise(nil, code)
 	if err != nil {
 		return nil, false

@@ -282,3 +282,27 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestHighlightLoopingLexer: chroma's JSONata lexer loops for ever on
+// some text (a rule that matches nothing and changes no state, so chroma's
+// iterator never returns); highlighting gives up after highlightBudget and
+// prints the block plain.
+func TestHighlightLoopingLexer(t *testing.T) {
+	var mixed strings.Builder
+	files, _ := filepath.Glob(filepath.Join("testdata", "highlight", "*.txt"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mixed.Write(b)
+	}
+	code := mixed.String()
+	if _, ok := highlightTokens("jsonata", cleanCode(code)); ok {
+		t.Fatalf("highlightTokens(jsonata) succeeded; the test needs text the lexer loops on")
+	}
+	got := HighlightCode("jsonata", code)
+	if want := HighlightCode("no-such-language", code); got != want {
+		t.Errorf("HighlightCode(jsonata) = %.200q…, want the plain block", got)
+	}
+}

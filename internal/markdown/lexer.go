@@ -1,0 +1,301 @@
+package markdown
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/alecthomas/chroma/v2"
+	"github.com/alecthomas/chroma/v2/lexers"
+	"github.com/dlclark/regexp2/v2"
+	"github.com/dlclark/regexp2/v2/syntax"
+)
+
+// This file runs chroma's regular-expression lexers faster than chroma
+// does, with the same tokens.
+//
+// A chroma lexer is a state machine: at each position it tries the rules
+// of the current state in order, each a regular expression anchored there
+// (\G), and the first that matches makes the token. regexp2 does not use
+// its first-character analysis for anchored expressions, so every rule
+// that fails still costs a full start of its backtracking engine; in a
+// state of dozens of rules that is most of the time chroma spends. fastLexer
+// keeps, for each rule, the set of characters its matches can start with
+// (regexp2's own analysis of the same expression, syntax.Code.FcPrefix) and
+// tries a rule only where the next character is in that set. Everything
+// else is chroma's own loop (LexerState.Iterator, matchRules, Coalesce),
+// with chroma's emitters and mutators; TestFastLexerMatchesChroma compares
+// the tokens with chroma's for every lexer chroma has.
+
+// fastRule is a compiled rule with what a match must start with.
+type fastRule struct {
+	*chroma.CompiledRule
+	first  *syntax.Prefix   // the characters a match can start with; nil: any, or none at all
+	prefix *syntax.BmPrefix // the text every match starts with, or nil
+}
+
+// canStart reports whether the rule can match at pos: its first
+// character must be one of the rule's first characters (regexp2's
+// findFirstChar for an expression that is not anchored), and the text
+// there must start with the rule's literal prefix (regexp2's own check for
+// an anchored expression).
+func (r fastRule) canStart(text []rune, pos int) bool {
+	if r.first != nil {
+		c := text[pos]
+		if r.first.CaseInsensitive {
+			c = unicode.ToLower(c)
+		}
+		if !r.first.PrefixSet.CharIn(c) {
+			return false
+		}
+	}
+	return r.prefix == nil || r.prefix.IsMatch(text, pos, 0, len(text))
+}
+
+// fastLexer is a chroma RegexLexer with its rules compiled for fastRule.
+// It is read-only once built and safe for concurrent use.
+type fastLexer struct {
+	lexer    *chroma.RegexLexer
+	compiled chroma.CompiledRules // the rules as chroma compiles them, for emitters that look
+	states   map[string][]fastRule
+}
+
+// fastLexers holds the fastLexer of each chroma lexer that has been used,
+// built once (as chroma compiles its own rules once); nil marks a lexer
+// whose rules could not be rebuilt, which is then run by chroma itself.
+var fastLexers sync.Map // *chroma.RegexLexer -> *fastLexer
+
+// getFastLexer returns the fastLexer of l, or nil when l is not a plain
+// regular-expression lexer.
+func getFastLexer(l chroma.Lexer) *fastLexer {
+	rl, ok := l.(*chroma.RegexLexer)
+	if !ok {
+		return nil
+	}
+	if f, ok := fastLexers.Load(rl); ok {
+		return f.(*fastLexer)
+	}
+	f, err := newFastLexer(rl)
+	if err != nil {
+		f = nil
+	}
+	actual, _ := fastLexers.LoadOrStore(rl, f)
+	return actual.(*fastLexer)
+}
+
+// newFastLexer compiles the rules of rl the way chroma's RegexLexer does
+// (fetchRules, maybeCompile): the same expressions with the same flags,
+// then the compile-time mutators (include, combined).
+func newFastLexer(rl *chroma.RegexLexer) (*fastLexer, error) {
+	raw, err := rl.Rules()
+	if err != nil {
+		return nil, err
+	}
+	cfg := rl.Config()
+	flags := ""
+	if !cfg.NotMultiline {
+		flags += "m"
+	}
+	if cfg.CaseInsensitive {
+		flags += "i"
+	}
+	if cfg.DotAll {
+		flags += "s"
+	}
+	compiled := chroma.CompiledRules{}
+	first := map[*chroma.CompiledRule]*syntax.Code{}
+	for state, rules := range raw {
+		compiled[state] = nil
+		for _, rule := range rules {
+			pattern := "(?:" + rule.Pattern + ")"
+			if flags != "" {
+				pattern = "(?" + flags + ")" + pattern
+			}
+			pattern = `\G` + pattern
+			re, err := regexp2.Compile(pattern)
+			if err != nil {
+				return nil, fmt.Errorf("compile rule %s of %s: %w", state, cfg.Name, err)
+			}
+			re.MatchTimeout = 250 * time.Millisecond // chroma's
+			cr := &chroma.CompiledRule{Rule: rule, Regexp: re}
+			compiled[state] = append(compiled[state], cr)
+			tree, err := syntax.Parse(pattern, syntax.ParseOptions{})
+			if err != nil {
+				return nil, err
+			}
+			code, err := syntax.Write(tree)
+			if err != nil {
+				return nil, err
+			}
+			code.PrepareCharSetASCIIBitmaps()
+			first[cr] = code
+		}
+	}
+	// chroma's maybeCompile: apply one compile-time mutator, then start
+	// over, until none is left.
+restart:
+	seen := map[chroma.LexerMutator]bool{}
+	for state := range compiled {
+		for i := range len(compiled[state]) {
+			rule := compiled[state][i]
+			if m, ok := rule.Mutator.(chroma.LexerMutator); ok {
+				if seen[m] {
+					return nil, fmt.Errorf("%s: mutator %T twice", cfg.Name, m)
+				}
+				seen[m] = true
+				if err := m.MutateLexer(compiled, state, i); err != nil {
+					return nil, err
+				}
+				goto restart
+			}
+		}
+	}
+	f := &fastLexer{lexer: rl, compiled: compiled, states: map[string][]fastRule{}}
+	for state, rules := range compiled {
+		fr := make([]fastRule, len(rules))
+		for i, r := range rules {
+			code, ok := first[r]
+			if !ok {
+				return nil, errors.New("rule without its first characters")
+			}
+			fr[i] = fastRule{r, code.FcPrefix, code.BmPrefix}
+		}
+		f.states[state] = fr
+	}
+	return f, nil
+}
+
+// errTooSlow reports that lexing ran past its deadline.
+var errTooSlow = errors.New("highlighting took too long")
+
+// tokens lexes text from the state "root" and returns its tokens
+// coalesced, as chroma.Coalesce(lexer).Tokenise(nil, text) would give
+// them, or an error when a rule fails or deadline passes.
+func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Token, err error) {
+	defer func() {
+		// chroma's iterator panics on a failing mutator; so does ours.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("lexer %s: %v", f.lexer.Config().Name, p)
+		}
+	}()
+	const initial = "root" // chroma's default TokeniseOptions
+	text = ensureLF(text)
+	newlineAdded := false
+	if f.lexer.Config().EnsureNL && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+		newlineAdded = true
+	}
+	l := &chroma.LexerState{
+		Lexer:          f.lexer,
+		Registry:       lexers.GlobalLexerRegistry,
+		Text:           []rune(text),
+		Stack:          []string{initial},
+		Rules:          f.compiled,
+		MutatorContext: map[any]any{},
+	}
+	var prev chroma.Token // Coalesce's pending token
+	emit := func(t chroma.Token) {
+		if t.Type == chroma.Ignore || t.Value == "" {
+			return
+		}
+		if prev.Type == t.Type && prev.Value != "" && len(prev.Value) < 8192 {
+			prev.Value += t.Value
+			return
+		}
+		if prev.Value != "" {
+			tokens = append(tokens, prev)
+		}
+		prev = t
+	}
+	drain := func(it chroma.Iterator) {
+		for t := it(); t != chroma.EOF; t = it() {
+			emit(t)
+		}
+	}
+	end := len(l.Text)
+	if newlineAdded {
+		end--
+	}
+	for n := 0; l.Pos < end && len(l.Stack) > 0; n++ {
+		// Checked on every few steps, not tokens: a rule may match the
+		// empty string and change no state, and chroma's iterator then
+		// loops for ever without a token (JSONata does on some text).
+		if n%16 == 15 && time.Now().After(deadline) {
+			return nil, errTooSlow
+		}
+		l.State = l.Stack[len(l.Stack)-1]
+		rules, ok := f.states[l.State]
+		if !ok {
+			return nil, fmt.Errorf("unknown state %q", l.State)
+		}
+		index, rule, groups, named := f.match(l.Text, l.Pos, rules)
+		if groups == nil {
+			if l.Text[l.Pos] == '\n' && l.State != initial {
+				l.Stack = []string{initial}
+				continue
+			}
+			l.Pos++
+			emit(chroma.Token{Type: chroma.Error, Value: string(l.Text[l.Pos-1 : l.Pos])})
+			continue
+		}
+		l.Rule, l.Groups, l.NamedGroups = index, groups, named
+		l.Pos += utf8.RuneCountInString(groups[0])
+		if rule.Mutator != nil {
+			if err := rule.Mutator.Mutate(l); err != nil {
+				return nil, err
+			}
+		}
+		if rule.Type != nil {
+			drain(rule.Type.Emit(l.Groups, l))
+		}
+	}
+	if l.Pos != len(l.Text) && len(l.Stack) == 0 {
+		emit(chroma.Token{Type: chroma.Error, Value: string(l.Text[l.Pos:])})
+	}
+	if prev.Value != "" {
+		tokens = append(tokens, prev)
+	}
+	return tokens, nil
+}
+
+// match is chroma's matchRules, trying only the rules that can start at
+// pos.
+func (f *fastLexer) match(text []rune, pos int, rules []fastRule) (int, *chroma.CompiledRule, []string, map[string]string) {
+	for i, rule := range rules {
+		if !rule.canStart(text, pos) {
+			continue
+		}
+		m, err := rule.Regexp.FindRunesMatchStartingAt(text, pos)
+		if err != nil {
+			// A match that timed out (250 ms) counts as no match, as in
+			// chroma.
+			continue
+		}
+		if m == nil || m.RuneIndex != pos {
+			continue
+		}
+		gs := m.Groups()
+		groups := make([]string, len(gs))
+		named := make(map[string]string, len(gs))
+		for k, g := range gs {
+			s := g.String()
+			named[g.Name] = s
+			groups[k] = s
+		}
+		return i, rule.CompiledRule, groups, named
+	}
+	return 0, nil, nil, nil
+}
+
+// ensureLF is chroma's: CR LF and lone CR become LF.
+func ensureLF(text string) string {
+	if strings.IndexByte(text, '\r') < 0 {
+		return text
+	}
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	return strings.ReplaceAll(text, "\r", "\n")
+}
