@@ -304,11 +304,7 @@ func (f *codeFormatter) text(s string) {
 // codeRuns splits a piece of code into runs by font, like SplitRuns but
 // without the right-to-left ordering: code reads left to right.
 func codeRuns(s string) []Run {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		ascii = ascii && s[i] < 0x80
-	}
-	if ascii {
+	if isASCII(s) || mainFontOnly(s) {
 		return []Run{{Text: s}}
 	}
 	cs := clusters(s)

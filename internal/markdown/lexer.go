@@ -36,6 +36,24 @@ type fastRule struct {
 	*chroma.CompiledRule
 	first  *syntax.Prefix   // the characters a match can start with; nil: any, or none at all
 	prefix *syntax.BmPrefix // the text every match starts with, or nil
+	// plain marks the common rule that emits its whole match as one token
+	// type (or nothing) and at most pushes or pops states: neither its
+	// emitter nor its mutator looks at the groups, so they are not made.
+	plain bool
+}
+
+// plainRule reports whether a rule is a fastRule.plain one.
+func plainRule(r chroma.Rule) bool {
+	if r.Type != nil {
+		if _, ok := r.Type.(chroma.TokenType); !ok {
+			return false
+		}
+	}
+	if r.Mutator == nil {
+		return true
+	}
+	m, ok := r.Mutator.(chroma.SerialisableMutator)
+	return ok && (m.MutatorKind() == "push" || m.MutatorKind() == "pop")
 }
 
 // canStart reports whether the rule can match at pos: its first
@@ -162,9 +180,16 @@ restart:
 			if !ok {
 				return nil, errors.New("rule without its first characters")
 			}
-			fr[i] = fastRule{r, code.FcPrefix, code.BmPrefix}
+			fr[i] = fastRule{r, code.FcPrefix, code.BmPrefix, false}
 		}
 		f.states[state] = fr
+	}
+	// Compile-time mutators may have changed a rule's mutator (combined
+	// becomes push): plain is decided on the final rules.
+	for _, fr := range f.states {
+		for i := range fr {
+			fr[i].plain = plainRule(fr[i].Rule)
+		}
 	}
 	return f, nil
 }
@@ -232,8 +257,8 @@ func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Tok
 		if !ok {
 			return nil, fmt.Errorf("unknown state %q", l.State)
 		}
-		index, rule, groups, named := f.match(l.Text, l.Pos, rules)
-		if groups == nil {
+		index, m := f.match(l.Text, l.Pos, rules)
+		if m == nil {
 			if l.Text[l.Pos] == '\n' && l.State != initial {
 				l.Stack = []string{initial}
 				continue
@@ -242,8 +267,30 @@ func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Tok
 			emit(chroma.Token{Type: chroma.Error, Value: string(l.Text[l.Pos-1 : l.Pos])})
 			continue
 		}
-		l.Rule, l.Groups, l.NamedGroups = index, groups, named
-		l.Pos += utf8.RuneCountInString(groups[0])
+		rule := rules[index]
+		l.Rule = index
+		if rule.plain {
+			value := m.String()
+			l.Pos += utf8.RuneCountInString(value)
+			if rule.Mutator != nil {
+				if err := rule.Mutator.Mutate(l); err != nil {
+					return nil, err
+				}
+			}
+			if rule.Type != nil {
+				emit(chroma.Token{Type: rule.Type.(chroma.TokenType), Value: value})
+			}
+			continue
+		}
+		gs := m.Groups()
+		l.Groups = make([]string, len(gs))
+		l.NamedGroups = make(map[string]string, len(gs))
+		for k, g := range gs {
+			v := g.String()
+			l.NamedGroups[g.Name] = v
+			l.Groups[k] = v
+		}
+		l.Pos += utf8.RuneCountInString(l.Groups[0])
 		if rule.Mutator != nil {
 			if err := rule.Mutator.Mutate(l); err != nil {
 				return nil, err
@@ -263,8 +310,9 @@ func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Tok
 }
 
 // match is chroma's matchRules, trying only the rules that can start at
-// pos.
-func (f *fastLexer) match(text []rune, pos int, rules []fastRule) (int, *chroma.CompiledRule, []string, map[string]string) {
+// pos: it returns the index of the first rule that matches at pos and its
+// match, or a nil match.
+func (f *fastLexer) match(text []rune, pos int, rules []fastRule) (int, *regexp2.Match) {
 	for i, rule := range rules {
 		if !rule.canStart(text, pos) {
 			continue
@@ -278,17 +326,9 @@ func (f *fastLexer) match(text []rune, pos int, rules []fastRule) (int, *chroma.
 		if m == nil || m.RuneIndex != pos {
 			continue
 		}
-		gs := m.Groups()
-		groups := make([]string, len(gs))
-		named := make(map[string]string, len(gs))
-		for k, g := range gs {
-			s := g.String()
-			named[g.Name] = s
-			groups[k] = s
-		}
-		return i, rule.CompiledRule, groups, named
+		return i, m
 	}
-	return 0, nil, nil, nil
+	return 0, nil
 }
 
 // ensureLF is chroma's: CR LF and lone CR become LF.

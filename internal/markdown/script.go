@@ -318,6 +318,26 @@ func chainFor(r rune, buf []fontID) []fontID {
 	return buf
 }
 
+// mainFontOnly reports whether SplitRuns(s) is s itself as one run in the
+// main font, left to right, because every character is one the main font
+// has and none belongs to another script, attaches to the one before or
+// is dropped. It is the fast path for mostly Latin text.
+func mainFontOnly(s string) bool {
+	for _, r := range s {
+		switch {
+		case r < 0x80:
+			if r < 0x20 && r != '\t' && r != '\n' || r == 0x7F {
+				return false
+			}
+		case r == utf8.RuneError, isDropped(r), isExtender(r), scriptFont(r) != fontMain,
+			r >= 0x1F1E6 && r <= 0x1F1FF, // regional indicators pair up
+			coverageOf(r)&covMain == 0:
+			return false
+		}
+	}
+	return true
+}
+
 // SplitRuns splits running text into runs, each set in a font that has all
 // of its glyphs. Letters take the font of their script; punctuation,
 // digits and spaces take the main font, except between two right-to-left

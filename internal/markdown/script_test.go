@@ -663,3 +663,29 @@ func BenchmarkSplitRuns(b *testing.B) {
 		SplitRuns(s)
 	}
 }
+
+// TestMainFontOnly checks the fast path's promise: where mainFontOnly(s)
+// holds, SplitRuns(s) is s as one left-to-right run in the main font. It
+// tries every character up to the emoji planes between Latin letters, and
+// the corpus lines; and it checks that the fast path is taken for Latin,
+// Greek and Cyrillic text with typographic punctuation.
+func TestMainFontOnly(t *testing.T) {
+	var inputs []string
+	for r := rune(0); r < 0x20000; r++ {
+		inputs = append(inputs, "a"+string(r)+"b", string(r)+" ")
+	}
+	inputs = append(inputs, corpusLines(t)...)
+	for _, in := range inputs {
+		if in == "" || !mainFontOnly(in) {
+			continue
+		}
+		if got := SplitRuns(in); len(got) != 1 || got[0] != (Run{Text: in}) {
+			t.Errorf("mainFontOnly(%q) = true, but SplitRuns = %+v", in, got)
+		}
+	}
+	for _, in := range []string{"Größe — “quoted” … Καλώς Добро € £ ©", "naïve café"} {
+		if !mainFontOnly(in) {
+			t.Errorf("mainFontOnly(%q) = false, want true", in)
+		}
+	}
+}

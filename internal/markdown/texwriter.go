@@ -165,9 +165,9 @@ const (
 // is escaped, runs of other scripts get their font switch, right-to-left
 // stretches are put between \beginR and \endR.
 func (w *texWriter) text(s string, m textMode) {
-	if m == modePlain || isASCII(s) && !w.inRTL() {
-		// ASCII after a left-to-right letter (or none) is left to right
-		// and in the main font: nothing to split.
+	if m == modePlain || !w.inRTL() && (isASCII(s) || mainFontOnly(s)) {
+		// Text the main font draws alone, after a left-to-right letter
+		// (or none), is one left-to-right run: nothing to split.
 		w.esc(s, m)
 		return
 	}

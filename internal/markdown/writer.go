@@ -216,10 +216,12 @@ func pdfHex(s string) string {
 	if len(u) > 2000 {
 		u = u[:2000]
 	}
+	const hex = "0123456789ABCDEF"
 	var b strings.Builder
+	b.Grow(6 + 4*len(u) + len(u)/50)
 	b.WriteString("<FEFF")
 	for i, c := range u {
-		fmt.Fprintf(&b, "%04X", c)
+		b.Write([]byte{hex[c>>12], hex[c>>8&15], hex[c>>4&15], hex[c&15]})
 		if i%100 == 99 {
 			b.WriteString("%\n") // keep lines short; a comment ends inside the special
 		}
