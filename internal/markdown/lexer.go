@@ -3,6 +3,7 @@ package markdown
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 	"time"
@@ -25,11 +26,14 @@ import (
 // that fails still costs a full start of its backtracking engine; in a
 // state of dozens of rules that is most of the time chroma spends. fastLexer
 // keeps, for each rule, the set of characters its matches can start with
-// (regexp2's own analysis of the same expression, syntax.Code.FcPrefix) and
-// tries a rule only where the next character is in that set. Everything
-// else is chroma's own loop (LexerState.Iterator, matchRules, Coalesce),
-// with chroma's emitters and mutators; TestFastLexerMatchesChroma compares
-// the tokens with chroma's for every lexer chroma has.
+// (regexp2's own analysis of the same expression, syntax.Code.FcPrefix;
+// for ASCII a bit set per state) and its literal prefix, and tries a rule
+// only where the text fits both. Most rules that are tried are simple
+// enough for simpleRE, which matches them without regexp2's fixed cost.
+// Everything else is chroma's own loop (LexerState.Iterator, matchRules,
+// Coalesce), with chroma's emitters and mutators;
+// TestFastLexerMatchesChroma compares the tokens with chroma's for every
+// lexer chroma has, TestSimpleREMatchesRegexp2 simpleRE with regexp2.
 
 // fastRule is a compiled rule with what a match must start with.
 type fastRule struct {
@@ -40,6 +44,8 @@ type fastRule struct {
 	// type (or nothing) and at most pushes or pops states: neither its
 	// emitter nor its mutator looks at the groups, so they are not made.
 	plain bool
+	// simple matches a plain rule without regexp2, when it can.
+	simple *simpleRE
 }
 
 // plainRule reports whether a rule is a fastRule.plain one.
@@ -56,22 +62,45 @@ func plainRule(r chroma.Rule) bool {
 	return ok && (m.MutatorKind() == "push" || m.MutatorKind() == "pop")
 }
 
-// canStart reports whether the rule can match at pos: its first
-// character must be one of the rule's first characters (regexp2's
-// findFirstChar for an expression that is not anchored), and the text
-// there must start with the rule's literal prefix (regexp2's own check for
-// an anchored expression).
-func (r fastRule) canStart(text []rune, pos int) bool {
-	if r.first != nil {
-		c := text[pos]
-		if r.first.CaseInsensitive {
-			c = unicode.ToLower(c)
-		}
-		if !r.first.PrefixSet.CharIn(c) {
-			return false
+// firstOK reports whether a match of the rule can start with c: c must
+// be one of the rule's first characters (regexp2's findFirstChar for an
+// expression that is not anchored).
+func (r fastRule) firstOK(c rune) bool {
+	if r.first == nil {
+		return true
+	}
+	if r.first.CaseInsensitive {
+		c = unicode.ToLower(c)
+	}
+	return r.first.PrefixSet.CharIn(c)
+}
+
+// prefixOK reports whether the text at pos starts with the rule's
+// literal prefix (regexp2's own check for an anchored expression).
+func (r fastRule) prefixOK(text []rune, pos int) bool {
+	return r.prefix == nil || r.prefix.IsMatch(text, pos, 0, len(text))
+}
+
+// fastState is a state's rules, with, for each ASCII character, the set
+// of rules whose matches can start with it (bit i of the words at
+// ascii[c*words:] is rule i).
+type fastState struct {
+	rules []fastRule
+	words int
+	ascii []uint64
+}
+
+func newFastState(rules []fastRule) *fastState {
+	st := &fastState{rules: rules, words: (len(rules) + 63) / 64}
+	st.ascii = make([]uint64, 128*st.words)
+	for c := range rune(128) {
+		for i, r := range rules {
+			if r.firstOK(c) {
+				st.ascii[int(c)*st.words+i/64] |= 1 << (i % 64)
+			}
 		}
 	}
-	return r.prefix == nil || r.prefix.IsMatch(text, pos, 0, len(text))
+	return st
 }
 
 // fastLexer is a chroma RegexLexer with its rules compiled for fastRule.
@@ -79,7 +108,7 @@ func (r fastRule) canStart(text []rune, pos int) bool {
 type fastLexer struct {
 	lexer    *chroma.RegexLexer
 	compiled chroma.CompiledRules // the rules as chroma compiles them, for emitters that look
-	states   map[string][]fastRule
+	states   map[string]*fastState
 }
 
 // fastLexers holds the fastLexer of each chroma lexer that has been used,
@@ -126,6 +155,7 @@ func newFastLexer(rl *chroma.RegexLexer) (*fastLexer, error) {
 	}
 	compiled := chroma.CompiledRules{}
 	first := map[*chroma.CompiledRule]*syntax.Code{}
+	trees := map[*chroma.CompiledRule]*syntax.RegexTree{}
 	for state, rules := range raw {
 		compiled[state] = nil
 		for _, rule := range rules {
@@ -151,6 +181,7 @@ func newFastLexer(rl *chroma.RegexLexer) (*fastLexer, error) {
 			}
 			code.PrepareCharSetASCIIBitmaps()
 			first[cr] = code
+			trees[cr] = tree
 		}
 	}
 	// chroma's maybeCompile: apply one compile-time mutator, then start
@@ -172,7 +203,8 @@ restart:
 			}
 		}
 	}
-	f := &fastLexer{lexer: rl, compiled: compiled, states: map[string][]fastRule{}}
+	f := &fastLexer{lexer: rl, compiled: compiled, states: map[string]*fastState{}}
+	all := map[string][]fastRule{}
 	for state, rules := range compiled {
 		fr := make([]fastRule, len(rules))
 		for i, r := range rules {
@@ -180,16 +212,29 @@ restart:
 			if !ok {
 				return nil, errors.New("rule without its first characters")
 			}
-			fr[i] = fastRule{r, code.FcPrefix, code.BmPrefix, false}
+			fr[i] = fastRule{CompiledRule: r, first: code.FcPrefix, prefix: code.BmPrefix}
 		}
-		f.states[state] = fr
+		all[state] = fr
 	}
 	// Compile-time mutators may have changed a rule's mutator (combined
 	// becomes push): plain is decided on the final rules.
-	for _, fr := range f.states {
+	simple := map[*chroma.CompiledRule]*simpleRE{}
+	for _, fr := range all {
 		for i := range fr {
 			fr[i].plain = plainRule(fr[i].Rule)
+			if !fr[i].plain {
+				continue
+			}
+			re, ok := simple[fr[i].CompiledRule]
+			if !ok {
+				re = newSimpleRE(trees[fr[i].CompiledRule])
+				simple[fr[i].CompiledRule] = re
+			}
+			fr[i].simple = re
 		}
+	}
+	for state, fr := range all {
+		f.states[state] = newFastState(fr)
 	}
 	return f, nil
 }
@@ -222,6 +267,7 @@ func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Tok
 		Rules:          f.compiled,
 		MutatorContext: map[any]any{},
 	}
+	run := newSimpleRun(l.Text)
 	var prev chroma.Token // Coalesce's pending token
 	emit := func(t chroma.Token) {
 		if t.Type == chroma.Ignore || t.Value == "" {
@@ -253,12 +299,12 @@ func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Tok
 			return nil, errTooSlow
 		}
 		l.State = l.Stack[len(l.Stack)-1]
-		rules, ok := f.states[l.State]
+		st, ok := f.states[l.State]
 		if !ok {
 			return nil, fmt.Errorf("unknown state %q", l.State)
 		}
-		index, m := f.match(l.Text, l.Pos, rules)
-		if m == nil {
+		index, m, matchEnd := f.match(run, l.Pos, st)
+		if matchEnd < 0 {
 			if l.Text[l.Pos] == '\n' && l.State != initial {
 				l.Stack = []string{initial}
 				continue
@@ -267,10 +313,15 @@ func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Tok
 			emit(chroma.Token{Type: chroma.Error, Value: string(l.Text[l.Pos-1 : l.Pos])})
 			continue
 		}
-		rule := rules[index]
+		rule := st.rules[index]
 		l.Rule = index
 		if rule.plain {
-			value := m.String()
+			var value string
+			if m != nil {
+				value = m.String()
+			} else {
+				value = string(l.Text[l.Pos:matchEnd])
+			}
 			l.Pos += utf8.RuneCountInString(value)
 			if rule.Mutator != nil {
 				if err := rule.Mutator.Mutate(l); err != nil {
@@ -310,25 +361,62 @@ func (f *fastLexer) tokens(text string, deadline time.Time) (tokens []chroma.Tok
 }
 
 // match is chroma's matchRules, trying only the rules that can start at
-// pos: it returns the index of the first rule that matches at pos and its
-// match, or a nil match.
-func (f *fastLexer) match(text []rune, pos int, rules []fastRule) (int, *regexp2.Match) {
-	for i, rule := range rules {
-		if !rule.canStart(text, pos) {
-			continue
+// pos: it returns the index of the first rule that matches at pos, the
+// end of its match, and regexp2's match unless simpleRE made it; end is
+// -1 when no rule matches.
+func (f *fastLexer) match(run *simpleRun, pos int, st *fastState) (int, *regexp2.Match, int) {
+	text := run.text
+	c := text[pos]
+	if c < 128 {
+		words := st.ascii[int(c)*st.words : int(c+1)*st.words]
+		for w, word := range words {
+			for word != 0 {
+				i := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				if m, end := f.try(run, pos, st.rules[i]); end != -1 {
+					return i, m, end
+				}
+			}
 		}
-		m, err := rule.Regexp.FindRunesMatchStartingAt(text, pos)
-		if err != nil {
-			// A match that timed out (250 ms) counts as no match, as in
-			// chroma.
-			continue
-		}
-		if m == nil || m.RuneIndex != pos {
-			continue
-		}
-		return i, m
+		return 0, nil, -1
 	}
-	return 0, nil
+	for i, rule := range st.rules {
+		if !rule.firstOK(c) {
+			continue
+		}
+		if m, end := f.try(run, pos, rule); end != -1 {
+			return i, m, end
+		}
+	}
+	return 0, nil, -1
+}
+
+// try matches one rule at pos: it returns the end of the match and
+// regexp2's match (nil when simpleRE made it), or -1.
+func (f *fastLexer) try(run *simpleRun, pos int, rule fastRule) (*regexp2.Match, int) {
+	text := run.text
+	if !rule.prefixOK(text, pos) {
+		return nil, -1
+	}
+	if rule.simple != nil {
+		switch end := rule.simple.match(run, pos); {
+		case end >= 0:
+			return nil, end
+		case end == -1:
+			return nil, -1
+		}
+		// simpleRE gave up: regexp2 decides.
+	}
+	m, err := rule.Regexp.FindRunesMatchStartingAt(text, pos)
+	if err != nil {
+		// A match that timed out (250 ms) counts as no match, as in
+		// chroma.
+		return nil, -1
+	}
+	if m == nil || m.RuneIndex != pos {
+		return nil, -1
+	}
+	return m, pos + m.RuneLength
 }
 
 // ensureLF is chroma's: CR LF and lone CR become LF.

@@ -149,3 +149,80 @@ func TestFastLexerMatchesChroma(t *testing.T) {
 		compare(l, "the mixed sample", mixed.String())
 	}
 }
+
+// TestSimpleREMatchesRegexp2 compares simpleRE with regexp2 rule by rule:
+// for every rule simpleRE takes on, of every lexer with a sample in
+// chroma's tests, at every position of that sample and of this package's
+// code samples, both must find the same match (or none). simpleRE may
+// give up, never differ.
+func TestSimpleREMatchesRegexp2(t *testing.T) {
+	// Every other lexer (every eighth under the race detector) keeps the
+	// test's time in bounds; the rules of the others are mostly alike.
+	limit, stride := 1024, 2
+	if raceEnabled {
+		limit, stride = 200, 8
+	}
+	samples := chromaSamples(t, limit)
+	var mixed strings.Builder
+	files, _ := filepath.Glob(filepath.Join("testdata", "highlight", "*.txt"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mixed.Write(b)
+	}
+	rules, simple, compared, gaveUps := 0, 0, 0, 0
+	seen := map[*chroma.CompiledRule]bool{}
+	for i, name := range slices.Sorted(maps.Keys(samples)) {
+		base, _, _ := strings.Cut(name, ".")
+		l := lexers.Get(base)
+		if l == nil || i%stride != 0 {
+			continue
+		}
+		f := getFastLexer(l)
+		if f == nil {
+			continue
+		}
+		text := []rune(cleanCode(samples[name]) + "\n" + mixed.String())
+		run := newSimpleRun(text)
+		for _, state := range slices.Sorted(maps.Keys(f.states)) {
+			for _, rule := range f.states[state].rules {
+				if seen[rule.CompiledRule] {
+					continue
+				}
+				seen[rule.CompiledRule] = true
+				rules++
+				if rule.simple == nil {
+					continue
+				}
+				simple++
+				for pos := range text {
+					got := rule.simple.match(run, pos)
+					if got == gaveUp {
+						gaveUps++
+						continue
+					}
+					want := -1
+					m, err := rule.Regexp.FindRunesMatchStartingAt(text, pos)
+					if err != nil {
+						continue // timed out
+					}
+					if m != nil && m.RuneIndex == pos {
+						want = pos + m.RuneLength
+					}
+					compared++
+					if got != want {
+						t.Errorf("lexer %s, state %s, rule %q at %d (%q): simpleRE ends at %d, regexp2 at %d",
+							l.Config().Name, state, rule.Pattern, pos, string(text[pos:min(len(text), pos+20)]), got, want)
+						break
+					}
+				}
+			}
+		}
+	}
+	if simple < rules/3 {
+		t.Errorf("simpleRE takes %d of %d plain rules, want a third at least", simple, rules)
+	}
+	t.Logf("%d rules, %d simple; %d matches compared, %d given up", rules, simple, compared, gaveUps)
+}
