@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // highlightCases are the golden cases: testdata/highlight/<name>.txt is
@@ -297,12 +298,12 @@ func TestHighlightLoopingLexer(t *testing.T) {
 		}
 		mixed.Write(b)
 	}
+	t.Parallel()
 	code := mixed.String()
-	if _, ok := highlightTokens("jsonata", cleanCode(code)); ok {
-		t.Fatalf("highlightTokens(jsonata) succeeded; the test needs text the lexer loops on")
-	}
+	start := time.Now()
 	got := HighlightCode("jsonata", code)
 	if want := HighlightCode("no-such-language", code); got != want {
-		t.Errorf("HighlightCode(jsonata) = %.200q…, want the plain block", got)
+		t.Errorf("HighlightCode(jsonata) = %.200q…, want the plain block (does the lexer still loop on this text?)", got)
 	}
+	t.Logf("HighlightCode(jsonata) gave up after %v", time.Since(start))
 }

@@ -72,6 +72,7 @@ func chromaSamples(t *testing.T, limit int) map[string]string {
 // regular-expression lexer chroma has (so that every lexer also meets
 // text it does not expect).
 func TestFastLexerMatchesChroma(t *testing.T) {
+	t.Parallel() // CPU only: it runs beside the tests that wait for XeLaTeX
 	compare := func(l chroma.Lexer, name, text string) {
 		t.Helper()
 		f := getFastLexer(l)
@@ -156,6 +157,7 @@ func TestFastLexerMatchesChroma(t *testing.T) {
 // code samples, both must find the same match (or none). simpleRE may
 // give up, never differ.
 func TestSimpleREMatchesRegexp2(t *testing.T) {
+	t.Parallel()
 	// Every other lexer (every eighth under the race detector) keeps the
 	// test's time in bounds; the rules of the others are mostly alike.
 	limit, stride := 1024, 2
