@@ -21,7 +21,7 @@ import (
 func TestShowcase(t *testing.T) {
 	testenv.Require(t, "xelatex", "rsvg-convert", "pdftotext", "pdfinfo", "qpdf")
 	if testing.Short() {
-		t.Skip("compiles TeX")
+		t.Skip("compiles TeX: not under testing.Short")
 	}
 	src, err := os.ReadFile("../../examples/showcase.md")
 	if err != nil {

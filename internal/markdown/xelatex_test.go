@@ -111,7 +111,7 @@ func pdftotext(t *testing.T, pdf string) string {
 func TestXeLaTeXGolden(t *testing.T) {
 	testenv.Require(t, "xelatex", "pdftotext", "pdfinfo")
 	if testing.Short() {
-		t.Skip("compiles TeX")
+		t.Skip("compiles TeX: not under testing.Short")
 	}
 	want := map[string][]string{
 		"inline":      {"underline", "report.pdf (100 KB)", "Jane Doe", "run action", `\backslash`, "{braces}"},
@@ -167,7 +167,7 @@ func TestXeLaTeXGolden(t *testing.T) {
 func TestXeLaTeXLongURL(t *testing.T) {
 	testenv.Require(t, "xelatex", "qpdf")
 	if testing.Short() {
-		t.Skip("compiles TeX")
+		t.Skip("compiles TeX: not under testing.Short")
 	}
 	var segs []string
 	for i := 0; i < 50; i++ {
@@ -205,7 +205,7 @@ func TestXeLaTeXLongURL(t *testing.T) {
 func TestXeLaTeXEmpty(t *testing.T) {
 	testenv.Require(t, "xelatex", "pdfinfo")
 	if testing.Short() {
-		t.Skip("compiles TeX")
+		t.Skip("compiles TeX: not under testing.Short")
 	}
 	d, err := Parse(nil, Options{})
 	if err != nil {
@@ -229,7 +229,7 @@ func TestXeLaTeXEmpty(t *testing.T) {
 func TestXeLaTeXHeadingsInTOC(t *testing.T) {
 	testenv.Require(t, "xelatex", "pdftotext")
 	if testing.Short() {
-		t.Skip("compiles TeX")
+		t.Skip("compiles TeX: not under testing.Short")
 	}
 	src := "# Document\n\n" +
 		"## Budget $\\sum\\limits_{i=1}^n x_i$ and $x^\\checkmark$ and $\\hat\\checkmark$\n\n" +
