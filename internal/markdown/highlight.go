@@ -2,6 +2,8 @@ package markdown
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -156,7 +158,7 @@ func highlightTokens(lang, code string) ([]chroma.Token, bool) {
 	if lang == "" || len(code) > maxHighlightBytes {
 		return nil, false
 	}
-	lexer := lexers.Get(lang)
+	lexer := getLexer(lang)
 	if lexer == nil {
 		return nil, false
 	}
@@ -177,6 +179,32 @@ func highlightTokens(lang, code string) ([]chroma.Token, bool) {
 		tokens = append(tokens, tok)
 	}
 	return tokens, true
+}
+
+// lexerCache remembers chroma's lexer for a language name. For a name
+// that is not a lexer's name or alias, lexers.Get tries it as a file name
+// against every glob of every lexer, some 12 ms; documents repeat their
+// languages (```console, ```text), so the answer is kept, for at most
+// maxCachedLexers short names (they come from users).
+var (
+	lexerCache      sync.Map // string -> chroma.Lexer (nil for none)
+	lexerCacheCount atomic.Int64
+)
+
+const maxCachedLexers = 1024
+
+func getLexer(lang string) chroma.Lexer {
+	if v, ok := lexerCache.Load(lang); ok {
+		l, _ := v.(chroma.Lexer)
+		return l
+	}
+	l := lexers.Get(lang)
+	if len(lang) <= 64 && lexerCacheCount.Load() < maxCachedLexers {
+		if _, loaded := lexerCache.LoadOrStore(lang, l); !loaded {
+			lexerCacheCount.Add(1)
+		}
+	}
+	return l
 }
 
 // longestWord returns the length in columns of the longest run of
