@@ -136,9 +136,6 @@ type Checked struct {
 // Title is the title the PDF will carry.
 func (c *Checked) Title() string { return c.meta.Title }
 
-// Images lists the images the document references.
-func (c *Checked) Images() []markdown.ImageRef { return c.doc.Images() }
-
 // Check runs the cheap checks: Markdown size, Binding and the math
 // allowlist. It reads nothing and holds nothing.
 func (p *Pipeline) Check(req Request) (*Checked, error) {
@@ -214,8 +211,9 @@ type Prepared struct {
 // Fetch fetches and validates the document's images (headers only; nothing
 // is decoded). Every bad image is listed in one *limits.Error.
 func (p *Pipeline) Fetch(ctx context.Context, c *Checked) (*Prepared, error) {
-	refs := make([]images.Ref, 0, len(c.doc.Images()))
-	for _, r := range c.doc.Images() {
+	imgs := c.doc.Images()
+	refs := make([]images.Ref, 0, len(imgs))
+	for _, r := range imgs {
 		refs = append(refs, images.Ref{URL: r.URL, Line: r.Line})
 	}
 	src := c.req.Images
