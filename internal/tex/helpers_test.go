@@ -2,13 +2,16 @@ package tex
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/outprint/outprint/internal/testenv"
 )
@@ -98,4 +101,30 @@ func pidsOf(procs []string) []int {
 		pids = append(pids, n)
 	}
 	return pids
+}
+
+// startHungRender runs a document that ships page one and then loops
+// forever, and returns once TeX has shipped that page, so that a test can
+// cancel a render that is surely running. done receives Run's error.
+func startHungRender(t *testing.T, ctx context.Context, run func(context.Context, Job) (*Result, error), wait time.Duration) (done <-chan error) {
+	t.Helper()
+	shipped := make(chan struct{})
+	var once sync.Once
+	errs := make(chan error, 1)
+	go func() {
+		_, err := run(ctx, Job{
+			Preamble: testPreamble,
+			Body:     "page one\\newpage\n\\loop\\iftrue\\repeat\n",
+			Progress: func(int) { once.Do(func() { close(shipped) }) },
+		})
+		errs <- err
+	}()
+	select {
+	case <-shipped:
+	case err := <-errs:
+		t.Fatalf("Run ended before it was canceled: %v", err)
+	case <-time.After(wait):
+		t.Fatalf("TeX shipped no page within %s", wait)
+	}
+	return errs
 }

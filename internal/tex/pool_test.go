@@ -181,24 +181,7 @@ func TestPoolCancelKillsGroup(t *testing.T) {
 	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	shipped := make(chan struct{})
-	var once sync.Once
-	done := make(chan error, 1)
-	go func() {
-		_, err := p.Run(ctx, Job{
-			Preamble: testPreamble,
-			Body:     "page one\\newpage\n\\loop\\iftrue\\repeat\n",
-			Progress: func(int) { once.Do(func() { close(shipped) }) },
-		})
-		done <- err
-	}()
-	select {
-	case <-shipped:
-	case err := <-done:
-		t.Fatalf("Run ended before it was canceled: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("no page shipped within 60 s")
-	}
+	done := startHungRender(t, ctx, p.Run, 60*time.Second)
 	all := pidsOf(procsUnder(p.cfg.Runner.TempDir))
 	idle := map[int]bool{}
 	for _, pid := range idleTeX(p.cfg.Runner.TempDir, "") {

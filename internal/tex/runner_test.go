@@ -162,24 +162,7 @@ func TestRunCancelKillsGroup(t *testing.T) {
 	r := newTestRunner(t, RunnerConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	shipped := make(chan struct{})
-	var once sync.Once
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Run(ctx, Job{
-			Preamble: testPreamble,
-			Body:     "page one\\newpage\n\\loop\\iftrue\\repeat\n",
-			Progress: func(int) { once.Do(func() { close(shipped) }) },
-		})
-		done <- err
-	}()
-	select {
-	case <-shipped:
-	case err := <-done:
-		t.Fatalf("Run ended before it was canceled: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("TeX shipped no page within 30 s")
-	}
+	done := startHungRender(t, ctx, r.Run, 30*time.Second)
 	procs := procsUnder(r.cfg.TempDir)
 	if len(procs) == 0 {
 		t.Fatal("no TeX process found while the render runs")
