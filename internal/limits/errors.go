@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Source says who has to act on a problem (SPEC §5).
@@ -158,7 +159,7 @@ func Resource(what string) error {
 }
 
 // Timeout is the 504 answer for a render that ran out of time.
-func Timeout(limit fmt.Stringer) error {
+func Timeout(limit time.Duration) error {
 	return &Error{Status: 504, Problems: []Problem{{
 		Source: SourceDocument, Code: CodeTimeout,
 		Message: fmt.Sprintf("rendering took too long (limit %s); shorten the document", limit),
