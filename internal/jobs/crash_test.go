@@ -225,7 +225,7 @@ func crashScenario(t *testing.T, kind, failpoint string, rendersAfter int) {
 		t.Errorf("job pages = %d, want 2", final.Pages)
 	}
 	files := h.jobFiles(job.ID)
-	if want := []string{"input/document.md", "result.pdf"}; !slices.Equal(files, want) {
+	if want := []string{"document.md", "result.pdf"}; !slices.Equal(files, want) {
 		t.Errorf("stored files = %v, want exactly %v (one result, no leftovers)", files, want)
 	}
 	r.mu.Lock()

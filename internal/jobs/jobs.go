@@ -18,7 +18,7 @@
 //
 // Life of a job:
 //
-//	Submit   store input (jobs/{id}/input/…) → one durable transaction,
+//	Submit   store input (jobs/{id}/…) → one durable transaction,
 //	         shared by concurrent Submits: idempotency rows, River jobs
 //	         (InsertManyTx), outprint_jobs rows (queued) → commit
 //	work     River claims → budget slot → row running (phase preparing) →

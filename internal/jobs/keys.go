@@ -12,23 +12,28 @@ import (
 // Keys of one job in the artifact store. They are deterministic, so a retry
 // or a rescued attempt writes the same result key and never a second result.
 //
-//	jobs/{id}/input/document.md     the Markdown
-//	jobs/{id}/input/metadata.json   the JSON Binding, when given
-//	jobs/{id}/input/assets/{name}   each image, name escaped (AssetKey)
-//	jobs/{id}/result.pdf            the PDF of a succeeded job
+//	jobs/{id}/document.md     the Markdown
+//	jobs/{id}/metadata.json   the JSON Binding, when given
+//	jobs/{id}/assets/{name}   each image, name escaped (AssetKey)
+//	jobs/{id}/result.pdf      the PDF of a succeeded job
+//
+// The input sits directly in the job's folder rather than in a folder of
+// its own: on the filesystem store every folder a Submit creates is an
+// inode to allocate and a folder to sync before the 202, and a second one
+// per job cost about a third of acceptance throughput (bench/jobs).
 type Keys struct{ ID string }
 
 // Prefix is the folder of everything the job stored.
 func (k Keys) Prefix() string { return "jobs/" + k.ID }
 
 // Document is the key of the Markdown.
-func (k Keys) Document() string { return k.Prefix() + "/input/document.md" }
+func (k Keys) Document() string { return k.Prefix() + "/document.md" }
 
 // Metadata is the key of the JSON Binding.
-func (k Keys) Metadata() string { return k.Prefix() + "/input/metadata.json" }
+func (k Keys) Metadata() string { return k.Prefix() + "/metadata.json" }
 
 // Asset is the key of the image the Markdown refers to as name.
-func (k Keys) Asset(name string) string { return k.Prefix() + "/input/assets/" + AssetKey(name) }
+func (k Keys) Asset(name string) string { return k.Prefix() + "/assets/" + AssetKey(name) }
 
 // Result is the key of the PDF.
 func (k Keys) Result() string { return k.Prefix() + "/result.pdf" }

@@ -167,7 +167,7 @@ func validateInput(in Input) error {
 	return nil
 }
 
-// Submit accepts a job: it stores the input under jobs/{id}/input/ and then,
+// Submit accepts a job: it stores the input under jobs/{id}/ and then,
 // in one durable transaction, records the idempotency key, inserts the
 // River job (args: the id only) and the job row; concurrent Submits share
 // that transaction (group commit, accept.go). When Submit returns a job, it

@@ -100,11 +100,11 @@ func TestSubmitGetList(t *testing.T) {
 
 			// Inputs are stored at deterministic keys before the row.
 			files := h.jobFiles(a.ID)
-			want := []string{"input/assets/%2E.%2Fevil.png", "input/assets/img%2Fa.png", "input/document.md", "input/metadata.json"}
+			want := []string{"assets/%2E.%2Fevil.png", "assets/img%2Fa.png", "document.md", "metadata.json"}
 			if !slices.Equal(files, want) {
 				t.Errorf("stored files = %v, want %v", files, want)
 			}
-			if b, _ := os.ReadFile(filepath.Join(h.store.Root(), "jobs", a.ID, "input", "document.md")); string(b) != "# Memo\n" {
+			if b, _ := os.ReadFile(filepath.Join(h.store.Root(), "jobs", a.ID, "document.md")); string(b) != "# Memo\n" {
 				t.Errorf("document.md = %q, want the Markdown", b)
 			}
 
