@@ -221,12 +221,13 @@ type Store interface {
 	Delete(ctx context.Context, prefix string) error
 }
 
-// creator is implemented by stores that can write a new object without
-// the atomic-replace machinery of Put (store.FS.Create). Inputs are written
-// with it when available: they are published by the job row's commit, not
-// by their own appearance, so Put's extra journal commit buys nothing there.
+// creator is implemented by stores that can write new objects without
+// the atomic-replace machinery of Put, all made durable together
+// (store.FS.CreateAll). Inputs are written with it when available: they
+// are published by the job row's commit, not by their own appearance, so
+// Put's extra journal commit and per-object syncs buy nothing there.
 type creator interface {
-	Create(ctx context.Context, key string, r io.Reader) error
+	CreateAll(ctx context.Context, objects map[string][]byte) error
 }
 
 // Lister is implemented by stores that can list the entries below a

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -255,35 +257,34 @@ func (s *Service) byKey(ctx context.Context, tenant, key, digest string) (Job, e
 // storeInput writes the input files and returns the manifest (JSON) that
 // the job row records.
 func (s *Service) storeInput(ctx context.Context, k Keys, in Input) (string, error) {
-	put := s.store.Put
-	if c, ok := s.store.(creator); ok {
-		put = c.Create
-	}
 	m := manifest{Version: 1, Name: in.Name, Metadata: len(in.Metadata) > 0, Outline: in.Outline}
-	if err := put(ctx, k.Document(), bytes.NewReader(in.Markdown)); err != nil {
-		return "", err
-	}
+	objects := map[string][]byte{k.Document(): in.Markdown}
 	if m.Metadata {
-		if err := put(ctx, k.Metadata(), bytes.NewReader(in.Metadata)); err != nil {
-			return "", err
-		}
+		objects[k.Metadata()] = in.Metadata
 	}
 	names := make([]string, 0, len(in.Assets))
 	for name := range in.Assets {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	seen := make(map[string]bool, len(names))
 	for _, name := range names {
 		key := k.Asset(name)
-		if seen[key] {
+		if _, dup := objects[key]; dup {
 			return "", fmt.Errorf("assets %q and another name map to the same key", name)
 		}
-		seen[key] = true
-		if err := put(ctx, key, bytes.NewReader(in.Assets[name])); err != nil {
+		objects[key] = in.Assets[name]
+		m.Assets = append(m.Assets, manifestAsset{Name: name, Key: key, Size: len(in.Assets[name])})
+	}
+	if c, ok := s.store.(creator); ok {
+		if err := c.CreateAll(ctx, objects); err != nil {
 			return "", err
 		}
-		m.Assets = append(m.Assets, manifestAsset{Name: name, Key: key, Size: len(in.Assets[name])})
+	} else {
+		for _, key := range slices.Sorted(maps.Keys(objects)) {
+			if err := s.store.Put(ctx, key, bytes.NewReader(objects[key])); err != nil {
+				return "", err
+			}
+		}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

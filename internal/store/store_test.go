@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestValidKey(t *testing.T) {
@@ -46,7 +47,7 @@ func TestPutGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, "jobs/a/input/document.md", strings.NewReader("# hi")); err != nil {
+	if err := s.Put(ctx, "jobs/a/document.md", strings.NewReader("# hi")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Put(ctx, "jobs/a/result.pdf", strings.NewReader("%PDF")); err != nil {
@@ -56,10 +57,10 @@ func TestPutGetDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second Put replaces the object whole.
-	if err := s.Put(ctx, "jobs/a/input/document.md", strings.NewReader("# second")); err != nil {
+	if err := s.Put(ctx, "jobs/a/document.md", strings.NewReader("# second")); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := read(t, s, "jobs/a/input/document.md"), "# second"; got != want {
+	if got, want := read(t, s, "jobs/a/document.md"), "# second"; got != want {
 		t.Errorf("Get(document.md) = %q, want %q", got, want)
 	}
 
@@ -208,27 +209,164 @@ func TestCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, "jobs/a/input/document.md", strings.NewReader("# doc")); err != nil {
+	if err := s.Create(ctx, "jobs/a/document.md", strings.NewReader("# doc")); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := read(t, s, "jobs/a/input/document.md"), "# doc"; got != want {
+	if got, want := read(t, s, "jobs/a/document.md"), "# doc"; got != want {
 		t.Errorf("Get after Create = %q, want %q", got, want)
 	}
 	// Create never replaces: an existing key is an error and keeps its data.
-	if err := s.Create(ctx, "jobs/a/input/document.md", strings.NewReader("other")); !errors.Is(err, os.ErrExist) {
+	if err := s.Create(ctx, "jobs/a/document.md", strings.NewReader("other")); !errors.Is(err, os.ErrExist) {
 		t.Errorf("Create(existing) = %v, want ErrExist", err)
 	}
-	if got, want := read(t, s, "jobs/a/input/document.md"), "# doc"; got != want {
+	if got, want := read(t, s, "jobs/a/document.md"), "# doc"; got != want {
 		t.Errorf("Get after refused Create = %q, want %q", got, want)
 	}
 	// A failed write leaves nothing under the key.
-	if err := s.Create(ctx, "jobs/b/input/document.md", &failingReader{n: 2}); err == nil {
+	if err := s.Create(ctx, "jobs/b/document.md", &failingReader{n: 2}); err == nil {
 		t.Fatal("Create(failing reader) = nil, want an error")
 	}
-	if _, err := s.Get(ctx, "jobs/b/input/document.md"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, "jobs/b/document.md"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get after failed Create = %v, want ErrNotFound", err)
 	}
 	if err := s.Create(ctx, "../x", strings.NewReader("x")); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("Create(../x) = %v, want ErrInvalidKey", err)
+	}
+}
+
+func TestCreateAll(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string][]byte{
+		"jobs/a/document.md":  []byte("# doc"),
+		"jobs/a/assets/x.png": []byte("png"),
+	}
+	if err := s.CreateAll(ctx, objs); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range objs {
+		if got := read(t, s, key); got != string(want) {
+			t.Errorf("Get(%q) after CreateAll = %q, want %q", key, got, want)
+		}
+	}
+	// One refused object fails the call and removes the others it wrote,
+	// but never an object that was there before.
+	err = s.CreateAll(ctx, map[string][]byte{
+		"jobs/b/a.md":        []byte("a"),
+		"jobs/a/document.md": []byte("other"),
+		"jobs/b/z.md":        []byte("z"),
+	})
+	if !errors.Is(err, os.ErrExist) {
+		t.Errorf("CreateAll(one existing key) = %v, want ErrExist", err)
+	}
+	for _, key := range []string{"jobs/b/a.md", "jobs/b/z.md"} {
+		if _, err := s.Get(ctx, key); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q) after failed CreateAll = %v, want ErrNotFound", key, err)
+		}
+	}
+	if got, want := read(t, s, "jobs/a/document.md"), "# doc"; got != want {
+		t.Errorf("Get(existing) after failed CreateAll = %q, want %q", got, want)
+	}
+}
+
+// TestGroupSync runs many concurrent Creates: each must return only after
+// a sync that started after its write, and the syncs are shared, so there
+// are fewer of them than Creates.
+func TestGroupSync(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.Create(ctx, fmt.Sprintf("jobs/%d/document.md", i), strings.NewReader("x"))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Create = %v, want nil", err)
+		}
+	}
+	s.gs.mu.Lock()
+	started, done, running := s.gs.started, s.gs.done, s.gs.running
+	s.gs.mu.Unlock()
+	if running || done != started {
+		t.Errorf("after all Creates returned: running %v, started %d, done %d; want idle", running, started, done)
+	}
+	if started < 1 || started > n {
+		t.Errorf("syncs for %d concurrent Creates = %d, want 1..%d", n, started, n)
+	}
+	t.Logf("%d concurrent Creates shared %d syncs", n, started)
+}
+
+// TestGroupSyncError reports a failed sync to every caller that needed it.
+func TestGroupSyncError(t *testing.T) {
+	g := newGroupSync(filepath.Join(t.TempDir(), "missing"))
+	if err := g.sync(); err == nil {
+		t.Fatal("sync of a missing root = nil, want an error")
+	}
+	if g.running || g.done != 1 {
+		t.Errorf("after a failed sync: running %v, done %d; want idle after 1", g.running, g.done)
+	}
+}
+
+// TestGroupSyncOrder checks the group commit's one promise: a caller that
+// arrives while a sync runs is not released by that sync (it may have
+// started before the caller's write) but by the next one.
+func TestGroupSyncOrder(t *testing.T) {
+	var calls int
+	release := make(chan struct{})
+	entered := make(chan int)
+	g := newGroupSync("")
+	g.do = func() error {
+		calls++ // guarded: only one sync runs at a time
+		n := calls
+		entered <- n
+		<-release
+		return nil
+	}
+	first := make(chan error)
+	go func() { first <- g.sync() }()
+	if n := <-entered; n != 1 {
+		t.Fatalf("first sync call = %d, want 1", n)
+	}
+	second := make(chan error)
+	go func() { second <- g.sync() }()
+	// Wait until the second caller is parked behind the running sync.
+	for {
+		g.mu.Lock()
+		waiting := g.waiting
+		g.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatalf("first sync = %v", err)
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("second caller returned (%v) after the sync that was running when it arrived", err)
+	case n := <-entered:
+		if n != 2 {
+			t.Fatalf("second sync call = %d, want 2", n)
+		}
+	}
+	release <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatalf("second sync = %v", err)
 	}
 }
