@@ -68,10 +68,6 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{db: db, store: st, renderer: r, cfg: cfg}
-	s.acc.maxLeaders = 1
-	if db.dialect == dialectPostgres {
-		s.acc.maxLeaders = 4
-	}
 
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &renderWorker{s: s})
