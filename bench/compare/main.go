@@ -41,6 +41,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fallback := false
 	fmt.Fprintln(w, "document\toutprint (s)\tCPU s/render\tpandoc+xelatex (s)\tCPU s/render\toutprint/pandoc\t")
 	for _, doc := range flag.Args() {
 		abs, _ := filepath.Abs(doc)
@@ -48,16 +49,31 @@ func main() {
 		op := measure(*runs, func() *exec.Cmd {
 			return exec.Command(*bin, "render", abs, "-o", out)
 		})
-		pd := measure(*runs, func() *exec.Cmd {
-			c := exec.Command("pandoc", abs, "-o", filepath.Join(tmp, "pandoc.pdf"), "--pdf-engine=xelatex",
-				"--resource-path", filepath.Dir(abs), "-V", "mainfont=Noto Serif")
-			c.Dir = filepath.Dir(abs)
-			return c
-		})
+		pandoc := func(extra ...string) func() *exec.Cmd {
+			return func() *exec.Cmd {
+				args := append([]string{abs, "-o", filepath.Join(tmp, "pandoc.pdf"), "--pdf-engine=xelatex",
+					"--resource-path", filepath.Dir(abs), "-V", "mainfont=Noto Serif"}, extra...)
+				c := exec.Command("pandoc", args...)
+				c.Dir = filepath.Dir(abs)
+				return c
+			}
+		}
+		pd := measure(*runs, pandoc())
+		mark := ""
+		if pd.err != nil {
+			// Pandoc reads Outline's literal "\n" hard breaks as raw TeX
+			// and fails; its best effort is with raw TeX off.
+			if pd2 := measure(*runs, pandoc("-f", "markdown-raw_tex")); pd2.err == nil {
+				pd, mark, fallback = pd2, "*", true
+			}
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
-			secs(op.wall, op.err), secs(op.cpu, op.err), secs(pd.wall, pd.err), secs(pd.cpu, pd.err), ratio(op, pd))
+			secs(op.wall, op.err), secs(op.cpu, op.err), secs(pd.wall, pd.err)+mark, secs(pd.cpu, pd.err), ratio(op, pd))
 	}
 	w.Flush()
+	if fallback {
+		fmt.Println("* pandoc failed on the document as it is (it reads Outline's literal \\n as a TeX command); timed with -f markdown-raw_tex")
+	}
 }
 
 // measure runs the command n times and returns the medians; the first

@@ -100,6 +100,7 @@ func main() {
 	cold := render.New(render.Config{Engine: coldEngine, TempDir: tmp})
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	pandocFallback := false
 	fmt.Fprintln(w, "document\tpages\truns\twarm (s)\tcold (s)\tfloor (s)\tpandoc (s)\twarm/pandoc\tcold/pandoc\twarm/floor\tCPU s warm\tCPU s cold\tCPU s pandoc\twarm = cold\t")
 	for _, doc := range flag.Args() {
 		req, err := request(doc)
@@ -137,15 +138,28 @@ func main() {
 			return sample{wall: time.Since(start), cpu: childCPU() - cpu0, pages: res.Pages, runs: res.Runs, pdf: res.PDF}
 		})
 		ps := sample{err: fmt.Errorf("skipped")}
+		mark := ""
 		if !*noPandoc {
 			ps = measure(*runs, func() sample { return pandoc(doc, tmp) })
+			if ps.err != nil {
+				// Pandoc reads Outline's literal "\n" hard breaks as raw
+				// TeX and fails; its best effort on such a document is
+				// with raw TeX off, which is what a user would try next.
+				if ps2 := measure(*runs, func() sample { return pandoc(doc, tmp, "-f", "markdown-raw_tex") }); ps2.err == nil {
+					ps, mark = ps2, "*"
+					pandocFallback = true
+				}
+			}
 		}
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
-			ws.pages, ws.runs, secs(ws.wall, ws.err), secs(cs.wall, cs.err), secs(ws.floor, ws.err), secs(ps.wall, ps.err),
+			ws.pages, ws.runs, secs(ws.wall, ws.err), secs(cs.wall, cs.err), secs(ws.floor, ws.err), secs(ps.wall, ps.err)+mark,
 			ratio(ws.wall, ps.wall, ws.err, ps.err), ratio(cs.wall, ps.wall, cs.err, ps.err), ratio(ws.wall, ws.floor, ws.err, nil),
 			secs(ws.cpu, ws.err), secs(cs.cpu, cs.err), secs(ps.cpu, ps.err), same(ws, cs))
 	}
 	w.Flush()
+	if pandocFallback {
+		fmt.Println("* pandoc failed on the document as it is (it reads Outline's literal \\n as a TeX command); timed with -f markdown-raw_tex")
+	}
 
 	if *saturate > 0 {
 		req, err := request(flag.Arg(0))
@@ -239,10 +253,12 @@ func settle(pool *tex.Pool) {
 	}
 }
 
-func pandoc(doc, tmp string) sample {
+// pandoc runs pandoc with xelatex on doc, with extra flags.
+func pandoc(doc, tmp string, extra ...string) sample {
 	abs, _ := filepath.Abs(doc)
-	c := exec.Command("pandoc", abs, "-o", filepath.Join(tmp, "pandoc.pdf"), "--pdf-engine=xelatex",
-		"--resource-path", filepath.Dir(abs), "-V", "mainfont=Noto Serif")
+	args := append([]string{abs, "-o", filepath.Join(tmp, "pandoc.pdf"), "--pdf-engine=xelatex",
+		"--resource-path", filepath.Dir(abs), "-V", "mainfont=Noto Serif"}, extra...)
+	c := exec.Command("pandoc", args...)
 	c.Dir = filepath.Dir(abs)
 	start := time.Now()
 	out, err := c.CombinedOutput()

@@ -1,11 +1,14 @@
 package tex
 
 import (
+	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -246,9 +249,9 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 		var out *warmRun
 		var err error
 		if run == 1 {
-			out, err = p.runOnce(ctx, job, prevDir, onTOC)
+			out, err = p.runOnce(ctx, job, prevDir, onTOC, run < limits.MaxTeXRuns)
 		} else {
-			out, err = p.runOnce(ctx, job, prevDir, nil)
+			out, err = p.runOnce(ctx, job, prevDir, nil, run < limits.MaxTeXRuns)
 		}
 		if run == 1 && reserved.Load() {
 			// The reserved process now serves the second run, or stays
@@ -275,7 +278,7 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 			return nil, err
 		}
 		prevDir = out.dir
-		rerun := run < limits.MaxTeXRuns && needsRerun(out.dir, out.li, out.before)
+		rerun := out.rerun
 		if rerun {
 			p.noteTwoRuns(job.Preamble)
 		}
@@ -299,6 +302,9 @@ type warmRun struct {
 	li      logInfo
 	before  map[string]string
 	warmCPU time.Duration
+	// rerun: the document needs another run; driverDropped: so this
+	// run's xdvipdfmx was killed, not waited for (see typeset).
+	rerun, driverDropped bool
 }
 
 // errProcGone: the process taken died before it was given the document.
@@ -306,13 +312,13 @@ var errProcGone = errors.New("warm process died before its document")
 
 // runOnce takes a warm process (retrying when one died just before it was
 // used) and typesets job with it.
-func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string, onTOC func()) (*warmRun, error) {
+func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string, onTOC func(), mayRerun bool) (*warmRun, error) {
 	for attempt := 0; ; attempt++ {
 		wp, err := p.acquire(ctx, job.Preamble)
 		if err != nil {
 			return nil, err
 		}
-		out, err := p.typeset(ctx, wp, job, prevDir, onTOC)
+		out, err := p.typeset(ctx, wp, job, prevDir, onTOC, mayRerun)
 		if errors.Is(err, errProcGone) && attempt < 3 {
 			os.RemoveAll(out.dir)
 			continue
@@ -322,8 +328,13 @@ func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string, onTOC func(
 }
 
 // typeset gives the document to the warm process wp, which the caller
-// took, waits for it and reaps it.
-func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir string, onTOC func()) (*warmRun, error) {
+// took, waits for it and reaps it. When mayRerun is set and the run turns
+// out to need another one (its table of contents changed, say), the PDF
+// of this run would be thrown away: TeX's part is done when XeLaTeX
+// exits, so xdvipdfmx, which only then starts converting the whole XDV
+// (a pipe cannot be read from its end), is killed instead of waited for.
+// That saves its conversion, a third of a two-run document's first run.
+func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir string, onTOC func(), mayRerun bool) (*warmRun, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.mu.Lock()
@@ -376,8 +387,17 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 		rep.close()
 		return out, fmt.Errorf("tell warm process to go: %w", err)
 	}
-	state, cause := wp.p.wait(ctx, wp.dir, p.cfg.Runner.ScratchBytes, inputs)
+	var dropDriver func() bool
+	if mayRerun {
+		dropDriver = func() bool {
+			li, _ := readLog(wp.dir, wp.nonce)
+			out.rerun = li.errMsg == "" && !li.pageLimit && !li.capacity && needsRerun(wp.dir, li, out.before)
+			return out.rerun
+		}
+	}
+	state, cause := wp.p.wait(ctx, wp.dir, p.cfg.Runner.ScratchBytes, inputs, dropDriver)
 	out.engine = time.Since(goAt)
+	out.driverDropped = wp.p.followerDropped
 	rep.close()
 	out.cpu = wp.p.cpu()
 	out.maxRSS = wp.p.maxRSS()
@@ -860,14 +880,54 @@ func (p *Pool) buildFormat(key, head string) (string, error) {
 		case <-ctx.Done():
 		}
 	}()
-	state, cause := proc.wait(ctx, dir, p.cfg.Runner.ScratchBytes, nil)
+	state, cause := proc.wait(ctx, dir, p.cfg.Runner.ScratchBytes, nil, nil)
 	if cause != nil {
 		return "", fmt.Errorf("dump format: %w", cause)
 	}
 	if !state.Success() {
 		return "", fmt.Errorf("dump format: %v: %s", state, lastLines(proc.output(), 3))
 	}
+	if err := inflateFormat(filepath.Join(dir, "outprint.fmt")); err != nil {
+		return "", err
+	}
 	return filepath.Join(dir, "outprint"), nil
+}
+
+// inflateFormat stores a dumped format uncompressed. TeX Live writes
+// formats gzip-compressed and every process that loads one inflates it
+// again: a quarter of a warm-up's CPU time went to zlib (perf, 9 MB
+// compressed, 33 MB plain). The engines read formats through zlib's
+// gzread, which passes a file without a gzip header through unchanged, so
+// the plain format loads as is and costs only page cache.
+func inflateFormat(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("inflate format: %w", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return fmt.Errorf("inflate format %s: %w", path, err)
+	}
+	tmp := path + ".plain"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("inflate format: %w", err)
+	}
+	if _, err = io.Copy(out, zr); err == nil {
+		err = zr.Close()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("inflate format %s: %w", path, err)
+	}
+	return nil
 }
 
 // Close stops the pool: no new renders, idle and warming processes are

@@ -564,3 +564,63 @@ func TestPoolMax(t *testing.T) {
 		t.Errorf("DefaultPoolMax() = %d, want at least 1", got)
 	}
 }
+
+// TestPoolFormatUncompressed checks that the dumped format is stored
+// without gzip compression (processes load it without inflating it) and
+// that a process loads it: its log names the format.
+func TestPoolFormatUncompressed(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "Format check.\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Log, `CUSTOMISED FORMAT: "outprint"`) {
+		t.Errorf("log does not name the dumped format; the process loaded the preamble the slow way:\n%s", short(res.Log))
+	}
+	fmts, _ := filepath.Glob(filepath.Join(p.fmtDir, "*", "outprint.fmt"))
+	if len(fmts) != 1 {
+		t.Fatalf("formats in %s = %v, want one", p.fmtDir, fmts)
+	}
+	b, err := os.ReadFile(fmts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || (b[0] == 0x1f && b[1] == 0x8b) {
+		t.Errorf("format %s starts with % x, want an uncompressed format (no gzip magic)", fmts[0], b[:min(len(b), 2)])
+	}
+}
+
+// TestPoolFirstRunDropsDriver checks that the first run of a document
+// that needs two ends when TeX does: its xdvipdfmx is not waited for (the
+// conversion would be thrown away; whether it was already done by then
+// depends on timing), while a run that may not rerun makes the PDF.
+func TestPoolFirstRunDropsDriver(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Min: 2, Preambles: []string{testPreamble}})
+	job := Job{Preamble: testPreamble, Body: "\\tableofcontents\n\\section{Alpha}x\n"}
+	first, err := p.runOnce(context.Background(), job, "", nil, true)
+	if err != nil {
+		t.Fatalf("first run = %v", err)
+	}
+	defer os.RemoveAll(first.dir)
+	if !first.rerun {
+		t.Fatal("first run of a document with a new table of contents: rerun = false, want true")
+	}
+	if !first.driverDropped {
+		t.Error("first run that needs another: its xdvipdfmx was waited for, want it dropped")
+	}
+	second, err := p.runOnce(context.Background(), job, first.dir, nil, false)
+	if err != nil {
+		t.Fatalf("second run = %v", err)
+	}
+	defer os.RemoveAll(second.dir)
+	b, err := os.ReadFile(filepath.Join(second.dir, "main.pdf"))
+	if err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if second.rerun || second.driverDropped {
+		t.Errorf("second run (may not rerun): rerun %v, driver dropped %v; want neither", second.rerun, second.driverDropped)
+	}
+	if text := pdfText(t, b); !strings.Contains(text, "Contents") || strings.Count(text, "Alpha") < 2 {
+		t.Errorf("second run's PDF text = %q, want the contents listing Alpha", short(text))
+	}
+}

@@ -180,7 +180,7 @@ func (r *Runner) once(ctx context.Context, dir, nonce string, inputs map[string]
 		rep.close()
 		return runResult{}, logInfo{}, err
 	}
-	state, cause := p.wait(ctx, dir, r.cfg.ScratchBytes, inputs)
+	state, cause := p.wait(ctx, dir, r.cfg.ScratchBytes, inputs, nil)
 	end := time.Now()
 	rep.close()
 	rr := runResult{cpu: p.cpu(), maxRSS: p.maxRSS()}

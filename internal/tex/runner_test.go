@@ -267,7 +267,7 @@ func TestSandboxEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, cause := p.wait(context.Background(), dir, 1<<20, nil)
+	st, cause := p.wait(context.Background(), dir, 1<<20, nil, nil)
 	if cause != nil || !st.Success() {
 		t.Fatalf("env: %v %v", cause, st)
 	}

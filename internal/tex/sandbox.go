@@ -63,6 +63,13 @@ func (s *sandbox) env(dir string) []string {
 		"max_print_line=10000",
 		"error_line=254",
 		"half_error_line=238",
+		// XeTeX fills some 160 MB of arrays while it loads a format (eqtb
+		// alone spans every Unicode code point), one 4 KiB page fault at
+		// a time: a third of a warm-up's CPU went to faulting and
+		// clearing pages. With transparent huge pages on request
+		// (madvise, the common kernel default) glibc's malloc asks for
+		// them, and the faults drop from some 41,000 to 3,700.
+		"GLIBC_TUNABLES=glibc.malloc.hugetlb=1",
 	}
 }
 
@@ -109,6 +116,9 @@ type proc struct {
 	// leader's work after it (the pre-started xdvipdfmx of a warm
 	// process): wait waits for it too, reap reaps it first.
 	follower *proc
+	// followerDropped: wait killed the follower because its output was
+	// not wanted (set by wait, read after it).
+	followerDropped bool
 }
 
 // spawn are the extras of a process started by startProgram.
@@ -405,10 +415,11 @@ func (p *proc) maxRSS() int64 {
 	return n
 }
 
-// followerError reports a reaped follower that failed.
+// followerError reports a reaped follower that failed (not one that wait
+// killed on purpose).
 func (p *proc) followerError() error {
 	f := p.follower
-	if f == nil || f.cmd.ProcessState == nil || f.cmd.ProcessState.Success() {
+	if f == nil || p.followerDropped || f.cmd.ProcessState == nil || f.cmd.ProcessState.Success() {
 		return nil
 	}
 	return fmt.Errorf("%s failed (%v): %s", filepath.Base(f.cmd.Path), f.cmd.ProcessState, lastLines(f.output(), 3))
@@ -421,7 +432,11 @@ var errScratchFull = errors.New("scratch folder full")
 // group), watching the scratch folder's size on the way; it always kills
 // what is left of the group and reaps the leader. cause is nil when the
 // process exited by itself, ctx.Err() or errScratchFull otherwise.
-func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs map[string]bool) (state *os.ProcessState, cause error) {
+//
+// With a follower, wait also waits for the follower to exit, unless
+// dropFollower, called once the leader has exited by itself, returns true:
+// then the follower is killed with the group (its output is not wanted).
+func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs map[string]bool, dropFollower func() bool) (state *os.ProcessState, cause error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	waitFor := func(exited <-chan struct{}) error {
@@ -440,7 +455,11 @@ func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs ma
 	}
 	cause = waitFor(p.exited)
 	if cause == nil && p.follower != nil {
-		cause = waitFor(p.follower.exited)
+		if dropFollower != nil && dropFollower() {
+			p.followerDropped = true
+		} else {
+			cause = waitFor(p.follower.exited)
+		}
 	}
 	if cause != nil {
 		p.killGroup()
