@@ -23,7 +23,7 @@ var vocabulary = func() map[string]bool {
 		textbar textasciigrave textbullet
 		opbr opbrk opnl optt opurl opul opst ophl opfnmark opanchor opminorheading
 		opcodelines opnewpage oprule opmissing opimg opcaption opflatitem opnoticelabel
-		optoggletitle opthead opcelll opcellr opcellc optitle opsubtitle opbyline optoc
+		optoggletitle opthead opcelll opcellr opcellc optitle opsubtitle opbyline opcontentsline numberline opmark
 		emph textbf href hyperlink footnote footnotetext item begin end
 		section subsection subsubsection paragraph subparagraph texorpdfstring
 		special setcounter par toprule midrule bottomrule endfirsthead endhead small footnotesize
@@ -40,7 +40,7 @@ var vocabulary = func() map[string]bool {
 const controlSymbols = "{}$&#%_\\ ()[]"
 
 var environments = map[string]bool{
-	"optitleblock": true, "opquote": true, "optoggle": true, "opnotice": true, "itemize": true,
+	"optitleblock": true, "optoc": true, "opquote": true, "optoggle": true, "opnotice": true, "itemize": true,
 	"enumerate": true, "longtable": true, "tabular": true, "optable": true, "opfigure": true,
 	"Verbatim": true,
 }

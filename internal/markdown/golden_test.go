@@ -28,7 +28,7 @@ var goldenCases = []struct {
 	meta Meta
 }{
 	{"inline", Options{OutlineURL: "https://wiki.example.com"}, Meta{Title: "Inline", Language: "en"}},
-	{"blocks", Options{LineOffset: 3}, Meta{Title: "Blocks", Author: "Ann Author", Version: "1.0", Date: "2026-01-02", NumberSections: true}},
+	{"blocks", Options{LineOffset: 3}, Meta{Title: "Blocks", Author: "Ann Author", Version: "1.0", Date: "2026-01-02", NumberSections: true, TOC: true}},
 	{"dialect", Options{}, Meta{Title: "Dialect", TOC: true}},
 	{"tables", Options{}, Meta{Title: "Tables"}},
 	{"images", Options{}, Meta{Title: "Images"}},
@@ -125,7 +125,7 @@ func TestGoldenCoversConstructs(t *testing.T) {
 		`\begin{itemize}`, `\begin{enumerate}[start=7,label=\arabic*)`, `\item[{`, `\begin{opquote}`,
 		`\opflatitem{`, `\section[`, `\subsection[`, `\subsubsection[`, `\paragraph[`, `\subparagraph[`,
 		`\opanchor{`, `\texorpdfstring{`, `\opbr{}`, `\opfont`, `\beginR`, `\special{pdf:docinfo`,
-		`\special{pdf:put @catalog`, `\optitle{`, `\opsubtitle{`, `\opbyline{`, `\optoc`,
+		`\special{pdf:put @catalog`, `\optitle{`, `\opsubtitle{`, `\opbyline{`, `\begin{optoc}`, `\opcontentsline{`, `\numberline{`, `\opmark{`,
 		`\setcounter{secnumdepth}{5}`, `report.pdf (100 KB)`, `big.zip (5.0 MB)`, `Jane Doe`, "🔥",
 		`\textbackslash{}`, `\textasciicircum{}`, `\textasciitilde{}`, `\opminorheading{`, `\(\protect\`,
 	} {

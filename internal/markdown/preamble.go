@@ -98,7 +98,7 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % Inside lists the frame keeps the list's indentation (as framed's own
 % shaded environment does).
 \makeatletter
-\newenvironment{opnotice}[2]{\def\FrameCommand##1{\hskip\@totalleftmargin\opnoticeframe{#1}{##1}\hskip-\linewidth\hskip-\@totalleftmargin\hskip\columnwidth}\MakeFramed{\advance\hsize-\width\@totalleftmargin\z@\linewidth\hsize\@setminipage}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\unskip\@minipagefalse\endMakeFramed}
+\newenvironment{opnotice}[2]{\let\centerline\opp@centerline\def\FrameCommand##1{\hskip\@totalleftmargin\opnoticeframe{#1}{##1}\hskip-\linewidth\hskip-\@totalleftmargin\hskip\columnwidth}\MakeFramed{\advance\hsize-\width\@totalleftmargin\z@\linewidth\hsize\@setminipage}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\unskip\@minipagefalse\endMakeFramed}
 \makeatother
 % Text.
 \newcommand\opbr{\penalty200\hskip0pt\relax}
@@ -136,5 +136,56 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newcommand\optitle[1]{{\sffamily\bfseries\LARGE #1\par}\vspace{0.5em}}
 \newcommand\opsubtitle[1]{{\sffamily\large #1\par}\vspace{0.4em}}
 \newcommand\opbyline[1]{{\small #1\par}\vspace{0.2em}}
-\newcommand\optoc{\begingroup\parskip=0pt\tableofcontents\endgroup\par\bigskip}
+% Table of contents in one run (writer.tocBlock): the writer lists the
+% entries; each page number is a form XObject @opp<key>, placed in the
+% entry now and defined when the page holding the heading ships out. The
+% heading puts its key in a mark of class optoc (and remembers the page it
+% was typeset on); the shipout hook defines every listed key up to the
+% page's last mark: with this page's number from its first mark on, with
+% the remembered page below it (a heading whose mark a box kept from the
+% page, inside a framed notice), and at the last page every key left.
+\makeatletter
+\newenvironment{optoc}{\par\begingroup\parskip=0pt\section*{\contentsname}}{\endgroup\par\bigskip}
+\NewMarkClass{optoc}
+\newcount\opp@next \opp@next=\@ne
+\newcount\opp@max
+\newcount\opp@first
+\newcount\opp@last
+\newcount\opp@lastmark
+\newif\ifopp@end
+\def\opp@section{section}
+\newcommand\opcontentsline[4]{\expandafter\global\expandafter\let\csname opp@used@#3\endcsname\@empty
+  \ifnum#3>\opp@max\global\opp@max=#3\relax\fi
+  \def\opp@level{#1}\ifx\opp@level\opp@section
+    \expandafter\global\expandafter\let\csname opp@font@#3\endcsname\bfseries
+  \else\expandafter\global\expandafter\let\csname opp@font@#3\endcsname\relax\fi
+  \contentsline{#1}{#2}{\hbox to\@pnumwidth{\special{pdf:uxobj @opp#3}\hss}}{#4}}
+\newcommand\opmark[1]{\InsertMark{optoc}{#1}\expandafter\xdef\csname opp@page@#1\endcsname{\thepage}}
+\def\opp@define#1#2{\ifcsname opp@used@#1\endcsname
+  \setbox\@tempboxa\hbox to\@pnumwidth{\hss\normalfont\normalsize\csname opp@font@#1\endcsname #2}%
+  \hbox to\z@{\special{pdf:bxobj @opp#1 width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\fi}
+\def\opp@remembered#1{\ifcsname opp@page@#1\endcsname\csname opp@page@#1\endcsname\else ?\fi}
+\def\opp@ship{\IfMarksEqualTF{optoc}{top}{first}{\opp@first=\maxdimen\opp@lastmark=\z@}%
+    {\opp@first=\FirstMark{optoc}\relax\opp@lastmark=\LastMark{optoc}\relax}%
+  \opp@last=\ifopp@end\opp@max\else\opp@lastmark\fi
+  \loop\ifnum\opp@next>\opp@last\else
+    \ifnum\opp@next<\opp@first\opp@define{\the\opp@next}{\opp@remembered{\the\opp@next}}%
+    \else\ifnum\opp@next>\opp@lastmark\opp@define{\the\opp@next}{\opp@remembered{\the\opp@next}}%
+    \else\opp@define{\the\opp@next}{\thepage}\fi\fi
+    \global\advance\opp@next\@ne
+  \repeat}
+\AddToHook{shipout/foreground}{\put(0,0){\opp@ship}}
+\AtEndDocument{\global\opp@endtrue}
+% A heading inside a notice sets its mark inside framed's box, where the
+% page builder does not see it: framed places each piece of the box with
+% \centerline{\FrameCommand{\box<piece>}}, so inside notices \centerline
+% reads the piece's first and last marks from a copy and sets them again
+% after the piece, on the page's own list.
+\def\opp@reg{\csname c__mark_class_optoc_mark\endcsname}
+\def\opp@centerline#1{\opp@parse#1\@@line{\hss#1\hss}\opp@put}
+\def\opp@parse#1#2{\opp@parse@box#2}
+\def\opp@parse@box\box#1{\begingroup\setbox\z@\vbox{\unvcopy#1}\vbadness\@M\vfuzz\maxdimen\splitmaxdepth\maxdimen
+  \setbox\z@\vsplit\z@ to\maxdimen\xdef\opp@gfirst{\splitfirstmarks\opp@reg}\xdef\opp@gbot{\splitbotmarks\opp@reg}\endgroup}
+\def\opp@put{\ifx\opp@gfirst\@empty\else\marks\opp@reg{\opp@gfirst}\marks\opp@reg{\opp@gbot}\fi}
+\makeatother
 `

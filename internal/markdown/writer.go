@@ -33,8 +33,8 @@ type Output struct {
 	// Warnings lists what was printed differently than written (links
 	// without a usable target).
 	Warnings []limits.Problem
-	// TOC is set when the body has a table of contents, which needs a
-	// second TeX run.
+	// TOC is set when the body has a table of contents. It is typeset in
+	// the same run as the rest (see tocBlock), so it needs no second run.
 	TOC bool
 }
 
@@ -89,7 +89,8 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 	r.titleBlock(meta)
 	toc := meta.TOC && headings > 0
 	if toc {
-		r.raw("\\optoc\n")
+		r.numbered = meta.NumberSections
+		r.tocBlock()
 	}
 	r.blocks(d.root)
 	r.nl()
@@ -131,6 +132,8 @@ type writer struct {
 	sectionBase int               // heading level written as \section
 	anchors     map[string]string // heading slug -> PDF destination name
 	dests       map[*ast.Heading]string
+	tocKeys     map[*ast.Heading]string // headings listed in the table of contents -> their page key
+	numbered    bool                    // headings are numbered (secnumdepth 5)
 	fnNumber    map[int]int   // footnote index -> number it was given
 	fnCount     int           // footnote numbers given so far
 	pending     []pendingNote // footnotes to typeset after this block
@@ -443,9 +446,74 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	if dest, ok := r.dests[h]; ok {
 		r.raw(`\opanchor{` + dest + `}`)
 	}
+	if k, ok := r.tocKeys[h]; ok {
+		r.raw(`\opmark{` + k + `}`)
+	}
 	r.bidiPara(h)
 	r.heading = false
 	r.raw("}\n")
+}
+
+// tocDepth is how many heading levels the table of contents lists
+// (\section to \subsubsection, LaTeX's default for articles).
+const tocDepth = 3
+
+// tocBlock writes the table of contents from the headings the writer
+// knows in advance, in the same TeX run as the document: LaTeX's own
+// \tableofcontents reads what the previous run wrote and so costs a
+// second run, the larger part of a short document's time. Only the page
+// numbers are unknown here. Each entry's page is a PDF form XObject
+// (@opp<key>) that is placed now and defined when the page holding the
+// heading is shipped out — the heading sets a mark (\opmark), and the
+// shipout hook reads the page's first and last marks — and xdvipdfmx
+// resolves the forward reference, as it does for "Page N of M". The
+// numbers follow LaTeX's counters: every real heading steps its level and
+// resets the deeper ones.
+func (r *writer) tocBlock() {
+	r.tocKeys = make(map[*ast.Heading]string)
+	var counters [len(sectionCommands)]int
+	r.raw("\\begin{optoc}\n")
+	for _, h := range r.d.heads {
+		n := h.node
+		if ast.Node(n) == r.skip || inFootnote(n) {
+			continue // the title, or a minor heading (no \section)
+		}
+		i := min(max(0, n.Level-r.sectionBase), len(sectionCommands)-1)
+		counters[i]++
+		clear(counters[i+1:])
+		if i >= tocDepth {
+			continue
+		}
+		dest := r.dests[n]
+		key := strings.TrimPrefix(dest, "op.")
+		r.tocKeys[n] = key
+		r.at(n)
+		r.raw(`\opcontentsline{` + sectionCommands[i] + `}{`)
+		if r.numbered {
+			nums := make([]string, i+1)
+			for j := range nums {
+				nums[j] = strconv.Itoa(counters[j])
+			}
+			r.raw(`\numberline{` + strings.Join(nums, ".") + `}`)
+		}
+		r.heading, r.quiet, r.tocCopy = true, true, true
+		r.bidiPara(n)
+		r.heading, r.quiet, r.tocCopy = false, false, false
+		r.raw(`}{` + key + `}{` + dest + `}`)
+		r.nl()
+	}
+	r.raw("\\end{optoc}\n")
+}
+
+// inFootnote reports whether n is inside a footnote's text, where the
+// writer sets headings as minor headings.
+func inFootnote(n ast.Node) bool {
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		if p.Kind() == extast.KindFootnote {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *writer) thematicBreak(n ast.Node) {
