@@ -134,9 +134,9 @@ type writer struct {
 	dests       map[*ast.Heading]string
 	tocKeys     map[*ast.Heading]string // headings listed in the table of contents -> their page key
 	numbered    bool                    // headings are numbered (secnumdepth 5)
-	fnNumber    map[int]int   // footnote index -> number it was given
-	fnCount     int           // footnote numbers given so far
-	pending     []pendingNote // footnotes to typeset after this block
+	fnNumber    map[int]int             // footnote index -> number it was given
+	fnCount     int                     // footnote numbers given so far
+	pending     []pendingNote           // footnotes to typeset after this block
 
 	listDepth  int  // open list-like environments (lists, quotes, toggles)
 	frameDepth int  // open notice frames
