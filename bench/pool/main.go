@@ -157,6 +157,7 @@ func main() {
 			secs(ws.cpu, ws.err), secs(cs.cpu, cs.err), secs(ps.cpu, ps.err), same(ws, cs))
 	}
 	w.Flush()
+	fmt.Println("renders after each document's first reuse its converted SVGs (render's SVG cache); a new SVG adds one rsvg-convert run, ~40 ms here")
 	if pandocFallback {
 		fmt.Println("* pandoc failed on the document as it is (it reads Outline's literal \\n as a TeX command); timed with -f markdown-raw_tex")
 	}

@@ -3,6 +3,7 @@ package images
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"image"
@@ -29,11 +30,13 @@ import (
 // resource error; a cancelled ctx or a failure of the machine is a plain
 // wrapped error. Decoding a raster image takes up to 4 bytes per pixel of
 // memory (8 for 16-bit PNG), bounded by the pixel limit Load enforced.
-func (s *Set) Convert(ctx context.Context, dir string) (map[string]Canonical, error) {
-	return s.convert(ctx, dir, defaultSandbox())
+//
+// cache, when not nil, holds SVGs converted before (see SVGCache).
+func (s *Set) Convert(ctx context.Context, dir string, cache *SVGCache) (map[string]Canonical, error) {
+	return s.convert(ctx, dir, defaultSandbox(), cache)
 }
 
-func (s *Set) convert(ctx context.Context, dir string, sb sandbox) (map[string]Canonical, error) {
+func (s *Set) convert(ctx context.Context, dir string, sb sandbox, cache *SVGCache) (map[string]Canonical, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("convert images: %w", err)
@@ -48,7 +51,7 @@ func (s *Set) convert(ctx context.Context, dir string, sb sandbox) (map[string]C
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("convert images: %w", err)
 		}
-		data, c, err := canonical(ctx, im, sb)
+		data, c, err := canonical(ctx, im, sb, cache)
 		var se *convError
 		switch {
 		case errors.As(err, &se) && se.resource:
@@ -86,7 +89,7 @@ func (s *Set) convert(ctx context.Context, dir string, sb sandbox) (map[string]C
 // Canonical with File set to the extension only; a problem of the image is
 // an *convError (whatever the format, for one code path), anything else is
 // internal.
-func canonical(ctx context.Context, im *entry, sb sandbox) ([]byte, Canonical, error) {
+func canonical(ctx context.Context, im *entry, sb sandbox, cache *SVGCache) ([]byte, Canonical, error) {
 	bad := func(format string, args ...any) ([]byte, Canonical, error) {
 		return nil, Canonical{}, &convError{msg: fmt.Sprintf(format, args...)}
 	}
@@ -136,6 +139,10 @@ func canonical(ctx context.Context, im *entry, sb sandbox) ([]byte, Canonical, e
 		if msg != "" {
 			return bad("%s", msg)
 		}
+		key := sha256.Sum256(svg)
+		if pdf, w, h, ok := cache.get(key); ok {
+			return pdf, Canonical{File: "pdf", Width: w, Height: h}, nil
+		}
 		pdf, err := sb.svgToPDF(ctx, svg)
 		if err != nil {
 			return nil, Canonical{}, err
@@ -144,6 +151,7 @@ func canonical(ctx context.Context, im *entry, sb sandbox) ([]byte, Canonical, e
 		if !ok {
 			return nil, Canonical{}, errors.New("svg to pdf: no MediaBox in rsvg-convert's PDF")
 		}
+		cache.put(key, pdf, w, h)
 		return pdf, Canonical{File: "pdf", Width: w, Height: h}, nil
 	}
 	return bad("not a supported image")

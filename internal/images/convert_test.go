@@ -95,7 +95,7 @@ func TestConvert(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			got, err := set.Convert(context.Background(), dir)
+			got, err := set.Convert(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatalf("Convert = %v", err)
 			}
@@ -159,7 +159,7 @@ func TestConvertGIFFirstFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	got, err := set.Convert(context.Background(), dir)
+	got, err := set.Convert(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestConvertBroken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load = %v, want the damage to pass the header checks", err)
 	}
-	got, err := set.Convert(context.Background(), t.TempDir())
+	got, err := set.Convert(context.Background(), t.TempDir(), nil)
 	if got != nil {
 		t.Errorf("Convert = %v, want no images", got)
 	}

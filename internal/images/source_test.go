@@ -220,7 +220,7 @@ func TestSetAssets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load(Set.Assets()) = %v, want no error", err)
 	}
-	got, err := again.Convert(context.Background(), t.TempDir())
+	got, err := again.Convert(context.Background(), t.TempDir(), nil)
 	if err != nil || len(got) != 2 || got["https://img.example.com/a.png"].Width != 40 {
 		t.Errorf("Convert = %v, %v, want both images, the remote one 40 px wide", got, err)
 	}

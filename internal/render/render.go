@@ -94,14 +94,22 @@ type Config struct {
 	Limits limits.Render
 	// TempDir holds each render's image folder (default os.TempDir()).
 	TempDir string
+	// SVGCacheBytes bounds the PDFs kept of SVGs converted before (see
+	// images.SVGCache; default 32 MiB, negative: none).
+	SVGCacheBytes int64
 }
 
+// defaultSVGCacheBytes is the default of Config.SVGCacheBytes: thousands
+// of typical diagrams.
+const defaultSVGCacheBytes = 32 << 20
+
 // Pipeline renders documents. It is safe for concurrent use; it holds no
-// per-render state.
+// per-render state besides the cache of converted SVGs.
 type Pipeline struct {
 	engine  Engine
 	limits  limits.Render
 	tempDir string
+	svgs    *images.SVGCache
 }
 
 // New returns a pipeline for cfg.
@@ -117,7 +125,14 @@ func New(cfg Config) *Pipeline {
 	if l.MaxPDFBytes <= 0 || l.MaxPDFBytes > d.MaxPDFBytes {
 		l.MaxPDFBytes = d.MaxPDFBytes
 	}
-	return &Pipeline{engine: cfg.Engine, limits: l, tempDir: cfg.TempDir}
+	p := &Pipeline{engine: cfg.Engine, limits: l, tempDir: cfg.TempDir}
+	switch {
+	case cfg.SVGCacheBytes == 0:
+		p.svgs = images.NewSVGCache(defaultSVGCacheBytes)
+	case cfg.SVGCacheBytes > 0:
+		p.svgs = images.NewSVGCache(cfg.SVGCacheBytes)
+	}
+	return p
 }
 
 // Limits returns the bounds the pipeline enforces.
@@ -262,7 +277,7 @@ func (p *Pipeline) run(ctx context.Context, pr *Prepared, report func(string, in
 		return nil, nil, fmt.Errorf("image folder: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	canon, err := pr.images.Convert(ctx, dir)
+	canon, err := pr.images.Convert(ctx, dir, p.svgs)
 	if err != nil {
 		return nil, nil, err
 	}
