@@ -178,6 +178,7 @@ func saturation(p *render.Pipeline, pool *tex.Pool, req render.Request, d time.D
 	var done, bad atomic.Int64
 	var wg sync.WaitGroup
 	settle(pool)
+	stats0 := pool.Stats()
 	cpu0 := childCPU()
 	start := time.Now()
 	deadline := start.Add(d)
@@ -202,6 +203,9 @@ func saturation(p *render.Pipeline, pool *tex.Pool, req render.Request, d time.D
 	n := done.Load()
 	fmt.Printf("\nsaturation: %s from %d clients for %s: %d renders, %.2f renders/s, %.3f CPU s/render (warm-ups included), %d incomplete or failed\n",
 		filepath.Base(req.Name), clients, d, n, float64(n)/elapsed.Seconds(), cpu.Seconds()/float64(max(n, 1)), bad.Load())
+	stats := pool.Stats()
+	fmt.Printf("pool: %d processes started for %d renders (%d warm at the end), %d failures\n",
+		stats.Started-stats0.Started, n, stats.Warm, stats.Failures-stats0.Failures)
 }
 
 // same says whether the warm and the cold PDF have the same text and page
