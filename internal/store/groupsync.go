@@ -9,7 +9,7 @@ import (
 )
 
 // groupSync makes the store's recent writes durable with one syncfs(2) for
-// many callers. A Create that fsyncs its own file and folders costs the
+// many callers. A write that fsyncs its own file and folders costs the
 // kernel a writeback and a journal check per file and per folder, and at
 // hundreds of job inputs a second that work, not the disk, bounds
 // acceptance; one filesystem-wide sync per group commits them all in one

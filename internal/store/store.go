@@ -149,30 +149,19 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	return nil
 }
 
-// Create stores r under key, which must not exist yet, durably but
-// without Put's temporary file and rename: the object is written in place
-// with O_EXCL, and then one syncfs(2) shared with concurrent Creates (see
-// groupSync) commits it together with the folders it needed. Per object
-// that saves Put's second journal commit and the per-file and per-folder
-// syncs, whose kernel work at hundreds of objects a second outweighs the
-// disk's. The price is visibility: until Create returns, and after a crash
-// while it ran, the key may hold part of the data. Use it only for objects
-// that something else publishes after Create returns — job inputs, which
-// nobody reads before the job row that names them commits. A key that
-// exists already is an error wrapping fs.ErrExist.
-func (s *FS) Create(ctx context.Context, key string, r io.Reader) error {
-	if err := s.write(ctx, key, r); err != nil {
-		return fmt.Errorf("create %s: %w", key, err)
-	}
-	if err := s.gs.sync(); err != nil {
-		return fmt.Errorf("create %s: %w", key, err)
-	}
-	return nil
-}
-
-// CreateAll is Create for several objects at once, with one shared sync
-// for all of them: a job's Markdown, metadata and images cost one sync,
-// not one each. When it fails, the objects it wrote are removed.
+// CreateAll stores new objects (keys that must not exist yet) durably but
+// without Put's temporary files and renames: each object is written in
+// place with O_EXCL, and then one syncfs(2) shared with concurrent
+// CreateAll calls (see groupSync) commits them all together with the
+// folders they needed. Per object that saves Put's second journal commit
+// and the per-file and per-folder syncs, whose kernel work at hundreds of
+// jobs a second outweighs the disk's: a job's Markdown, metadata and images
+// cost one shared sync. The price is visibility: until CreateAll returns,
+// and after a crash while it ran, a key may hold part of its data. Use it
+// only for objects that something else publishes after it returns — job
+// inputs, which nobody reads before the job row that names them commits.
+// A key that exists already is an error wrapping fs.ErrExist; when
+// CreateAll fails, the objects it wrote are removed.
 func (s *FS) CreateAll(ctx context.Context, objects map[string][]byte) error {
 	keys := make([]string, 0, len(objects))
 	for key := range objects {

@@ -203,34 +203,23 @@ func read(t *testing.T, s *FS, key string) string {
 	return b.String()
 }
 
-func TestCreate(t *testing.T) {
-	ctx := context.Background()
+// TestCreateAllRefusals: a cancelled write and an invalid key store
+// nothing.
+func TestCreateAllRefusals(t *testing.T) {
 	s, err := NewFS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, "jobs/a/document.md", strings.NewReader("# doc")); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.CreateAll(ctx, map[string][]byte{"jobs/b/document.md": []byte("# doc")}); !errors.Is(err, context.Canceled) {
+		t.Errorf("CreateAll(cancelled) = %v, want context.Canceled", err)
 	}
-	if got, want := read(t, s, "jobs/a/document.md"), "# doc"; got != want {
-		t.Errorf("Get after Create = %q, want %q", got, want)
+	if _, err := s.Get(context.Background(), "jobs/b/document.md"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after cancelled CreateAll = %v, want ErrNotFound", err)
 	}
-	// Create never replaces: an existing key is an error and keeps its data.
-	if err := s.Create(ctx, "jobs/a/document.md", strings.NewReader("other")); !errors.Is(err, os.ErrExist) {
-		t.Errorf("Create(existing) = %v, want ErrExist", err)
-	}
-	if got, want := read(t, s, "jobs/a/document.md"), "# doc"; got != want {
-		t.Errorf("Get after refused Create = %q, want %q", got, want)
-	}
-	// A failed write leaves nothing under the key.
-	if err := s.Create(ctx, "jobs/b/document.md", &failingReader{n: 2}); err == nil {
-		t.Fatal("Create(failing reader) = nil, want an error")
-	}
-	if _, err := s.Get(ctx, "jobs/b/document.md"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get after failed Create = %v, want ErrNotFound", err)
-	}
-	if err := s.Create(ctx, "../x", strings.NewReader("x")); !errors.Is(err, ErrInvalidKey) {
-		t.Errorf("Create(../x) = %v, want ErrInvalidKey", err)
+	if err := s.CreateAll(context.Background(), map[string][]byte{"../x": []byte("x")}); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("CreateAll(../x) = %v, want ErrInvalidKey", err)
 	}
 }
 
@@ -272,9 +261,9 @@ func TestCreateAll(t *testing.T) {
 	}
 }
 
-// TestGroupSync runs many concurrent Creates: each must return only after
-// a sync that started after its write, and the syncs are shared, so there
-// are fewer of them than Creates.
+// TestGroupSync runs many concurrent CreateAll calls: each must return
+// only after a sync that started after its write, and the syncs are shared,
+// so there are never more of them than calls.
 func TestGroupSync(t *testing.T) {
 	ctx := context.Background()
 	s, err := NewFS(t.TempDir())
@@ -288,26 +277,26 @@ func TestGroupSync(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.Create(ctx, fmt.Sprintf("jobs/%d/document.md", i), strings.NewReader("x"))
+			errs <- s.CreateAll(ctx, map[string][]byte{fmt.Sprintf("jobs/%d/document.md", i): []byte("x")})
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			t.Errorf("concurrent Create = %v, want nil", err)
+			t.Errorf("concurrent CreateAll = %v, want nil", err)
 		}
 	}
 	s.gs.mu.Lock()
 	started, done, running := s.gs.started, s.gs.done, s.gs.running
 	s.gs.mu.Unlock()
 	if running || done != started {
-		t.Errorf("after all Creates returned: running %v, started %d, done %d; want idle", running, started, done)
+		t.Errorf("after all CreateAll calls returned: running %v, started %d, done %d; want idle", running, started, done)
 	}
 	if started < 1 || started > n {
-		t.Errorf("syncs for %d concurrent Creates = %d, want 1..%d", n, started, n)
+		t.Errorf("syncs for %d concurrent CreateAll calls = %d, want 1..%d", n, started, n)
 	}
-	t.Logf("%d concurrent Creates shared %d syncs", n, started)
+	t.Logf("%d concurrent CreateAll calls shared %d syncs", n, started)
 }
 
 // TestGroupSyncError reports a failed sync to every caller that needed it.
