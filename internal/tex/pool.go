@@ -580,6 +580,12 @@ func (p *Pool) evictLocked(prof *profile) {
 	victim.prof.warm = victim.prof.warm[1:]
 	victim.state = stateDead
 	victim.p.killGroup()
+	// The victim's preamble lost its spare to demand elsewhere: it gets
+	// no spare in the background again until a render asks for it.
+	// Otherwise each release would warm a spare for it that the next
+	// render of the busy preamble evicts: a whole warm-up wasted per
+	// render under mixed load (bench/pool saw 14 in 116 renders).
+	victim.prof.lastUsed, victim.prof.lastTwo = time.Time{}, time.Time{}
 }
 
 // startLocked starts a process for prof; its tending goroutine warms it.

@@ -624,3 +624,36 @@ func TestPoolFirstRunDropsDriver(t *testing.T) {
 		t.Errorf("second run's PDF text = %q, want the contents listing Alpha", short(text))
 	}
 }
+
+// TestPoolEvictionNoChurn: once a preamble's spare was evicted for another
+// preamble's renders, the pool does not warm it again in the background
+// (where the next render would evict it again), so each render of the busy
+// preamble costs exactly one warm-up.
+func TestPoolEvictionNoChurn(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Max: 1})
+	other := strings.Replace(testPreamble, "{article}", "[12pt]{article}", 1)
+	if _, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "First preamble.\n"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first preamble's spare", func() bool { s := p.Stats(); return s.Warm == 1 && s.Warming == 0 })
+	const renders = 4
+	started := p.Stats().Started
+	for i := range renders {
+		if _, err := p.Run(context.Background(), Job{Preamble: other, Body: fmt.Sprintf("Other %d.\n", i)}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "a settled pool", func() bool { s := p.Stats(); return s.Busy == 0 && s.Warming == 0 })
+	}
+	// One process for the first render of the other preamble, then one
+	// replacement per render; the first preamble gets none.
+	if got := p.Stats().Started - started; got != renders+1 {
+		t.Errorf("processes started for %d renders = %d, want %d", renders, got, renders+1)
+	}
+	p.mu.Lock()
+	first := p.profileLocked(testPreamble)
+	n := len(first.warm) + first.starting
+	p.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the evicted preamble has %d processes warm or starting, want 0", n)
+	}
+}
