@@ -3,15 +3,16 @@
 // "jobs/{id}/document.md" and "jobs/{id}/result.pdf".
 //
 // FS is the filesystem implementation used by the embedded default and by
-// deployments that share a volume. Its writes are atomic and durable (temp
-// file, fsync, rename, fsync of the folder), so that a job row committed after
-// Put returns always finds its input, even after a crash or power loss, and a
-// reader never sees half a file. The jobs package declares the small interface
-// it needs, so an S3-compatible store can replace FS without touching it.
+// deployments that share a volume. Put is atomic and durable (temp file,
+// fsync, rename, fsync of the folder): a reader never sees half a file, and
+// once Put returns the object survives a crash or power loss. CreateAll
+// writes new objects in place and makes a whole group of them durable with
+// one shared sync; a job row committed after it returns always finds its
+// input. The jobs package declares the small interface it needs, so an
+// S3-compatible store can replace FS without touching it.
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,8 +20,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -95,10 +98,10 @@ func (s *FS) path(key string) (string, error) {
 //
 // Folders Put creates are synced after the file, not one by one before it:
 // on a journaling filesystem the file's sync commits the folders' creation
-// too, so the later folder syncs find nothing left to write. That keeps a
-// Put into a new job's folder at two journal commits, which is what bounds
-// acceptance throughput. A Put that finds its folder already there relies on
-// the Put that created it having returned.
+// too, so the later folder syncs find nothing left to write: a Put into a
+// new folder costs two journal commits (the file's and the rename's). A Put
+// that finds its folder already there relies on whatever created it having
+// returned.
 func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	p, err := s.path(key)
 	if err != nil {
@@ -163,15 +166,11 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
 // A key that exists already is an error wrapping fs.ErrExist; when
 // CreateAll fails, the objects it wrote are removed.
 func (s *FS) CreateAll(ctx context.Context, objects map[string][]byte) error {
-	keys := make([]string, 0, len(objects))
-	for key := range objects {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(objects))
 	var written []string
 	var err error
 	for _, key := range keys {
-		if err = s.write(ctx, key, bytes.NewReader(objects[key])); err != nil {
+		if err = s.write(ctx, key, objects[key]); err != nil {
 			err = fmt.Errorf("create %s: %w", key, err)
 			break
 		}
@@ -192,10 +191,14 @@ func (s *FS) CreateAll(ctx context.Context, objects map[string][]byte) error {
 	return err
 }
 
-// write writes r to a new file for key, without syncing it.
-func (s *FS) write(ctx context.Context, key string, r io.Reader) (err error) {
+// write writes data to a new file for key, without syncing it. The data
+// is in memory already, so ctx is checked once, before the file is made.
+func (s *FS) write(ctx context.Context, key string, data []byte) error {
 	p, err := s.path(key)
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if _, err := s.mkdirs(filepath.Dir(p)); err != nil {
@@ -205,7 +208,7 @@ func (s *FS) write(ctx context.Context, key string, r io.Reader) (err error) {
 	if err != nil {
 		return err
 	}
-	if err = copyCtx(ctx, f, r); err != nil {
+	if _, err = f.Write(data); err != nil {
 		err = fmt.Errorf("write: %w", err)
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
