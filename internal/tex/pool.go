@@ -246,13 +246,11 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 		}
 	}
 	for run := 1; ; run++ {
-		var out *warmRun
-		var err error
-		if run == 1 {
-			out, err = p.runOnce(ctx, job, prevDir, onTOC, run < limits.MaxTeXRuns)
-		} else {
-			out, err = p.runOnce(ctx, job, prevDir, nil, run < limits.MaxTeXRuns)
+		tocHook := onTOC
+		if run > 1 {
+			tocHook = nil
 		}
+		out, err := p.runOnce(ctx, job, prevDir, tocHook, run < limits.MaxTeXRuns)
 		if run == 1 && reserved.Load() {
 			// The reserved process now serves the second run, or stays
 			// warm as a spare until its idle timeout.
@@ -278,18 +276,14 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 			return nil, err
 		}
 		prevDir = out.dir
-		rerun := out.rerun
-		if rerun {
-			p.noteTwoRuns(job.Preamble)
-		}
-		if !rerun {
-			err := readPDF(out.dir, p.cfg.Runner.MaxPDFBytes, out.li, res)
-			if err != nil {
+		if !out.rerun {
+			if err := readPDF(out.dir, p.cfg.Runner.MaxPDFBytes, out.li, res); err != nil {
 				return nil, err
 			}
 			res.Wall = time.Since(start)
 			return res, nil
 		}
+		p.noteTwoRuns(job.Preamble)
 	}
 }
 
@@ -911,7 +905,11 @@ func inflateFormat(path string) error {
 		return fmt.Errorf("inflate format: %w", err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
+	br := bufio.NewReader(f)
+	if magic, err := br.Peek(2); err == nil && (magic[0] != 0x1f || magic[1] != 0x8b) {
+		return nil // a TeX built without format compression: plain already
+	}
+	zr, err := gzip.NewReader(br)
 	if err != nil {
 		return fmt.Errorf("inflate format %s: %w", path, err)
 	}
