@@ -89,8 +89,7 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 	r.titleBlock(meta)
 	toc := meta.TOC && headings > 0
 	if toc {
-		r.numbered = meta.NumberSections
-		r.tocBlock()
+		r.tocBlock(meta.NumberSections)
 	}
 	r.blocks(d.root)
 	r.nl()
@@ -133,7 +132,6 @@ type writer struct {
 	anchors     map[string]string // heading slug -> PDF destination name
 	dests       map[*ast.Heading]string
 	tocKeys     map[*ast.Heading]string // headings listed in the table of contents -> their page key
-	numbered    bool                    // headings are numbered (secnumdepth 5)
 	fnNumber    map[int]int             // footnote index -> number it was given
 	fnCount     int                     // footnote numbers given so far
 	pending     []pendingNote           // footnotes to typeset after this block
@@ -423,18 +421,10 @@ func (r *writer) headingBlock(h *ast.Heading) {
 	i := max(0, h.Level-r.sectionBase)
 	cmd := sectionCommands[min(i, len(sectionCommands)-1)]
 	// The optional argument is the heading's copy for the table of
-	// contents: LaTeX writes it to the .aux and .toc files, expanding every
-	// macro on the way, and many math commands do not survive that
-	// (x^\checkmark, \sum\limits, \widetilde). So formulas there have
-	// \protect before each control sequence: written as they are, they are
-	// typeset only when the contents are read back.
+	// contents (see tocCopyOf) and, in \texorpdfstring, for the bookmark.
 	r.raw(`\` + cmd + `[\texorpdfstring{`)
 	r.heading = true
-	r.quiet = true
-	r.tocCopy = true
-	r.bidiPara(h)
-	r.tocCopy = false
-	r.quiet = false
+	r.tocCopyOf(h)
 	r.raw(`}{`)
 	plain := []rune(r.plainOf(h))
 	if len(plain) > maxBookmark {
@@ -468,8 +458,8 @@ const tocDepth = 3
 // shipout hook reads the page's first and last marks — and xdvipdfmx
 // resolves the forward reference, as it does for "Page N of M". The
 // numbers follow LaTeX's counters: every real heading steps its level and
-// resets the deeper ones.
-func (r *writer) tocBlock() {
+// resets the deeper ones; with numbered, entries show the numbers.
+func (r *writer) tocBlock(numbered bool) {
 	r.tocKeys = make(map[*ast.Heading]string)
 	var counters [len(sectionCommands)]int
 	r.raw("\\begin{optoc}\n")
@@ -489,20 +479,31 @@ func (r *writer) tocBlock() {
 		r.tocKeys[n] = key
 		r.at(n)
 		r.raw(`\opcontentsline{` + sectionCommands[i] + `}{`)
-		if r.numbered {
+		if numbered {
 			nums := make([]string, i+1)
 			for j := range nums {
 				nums[j] = strconv.Itoa(counters[j])
 			}
 			r.raw(`\numberline{` + strings.Join(nums, ".") + `}`)
 		}
-		r.heading, r.quiet, r.tocCopy = true, true, true
-		r.bidiPara(n)
-		r.heading, r.quiet, r.tocCopy = false, false, false
+		r.tocCopyOf(n)
 		r.raw(`}{` + key + `}{` + dest + `}`)
 		r.nl()
 	}
 	r.raw("\\end{optoc}\n")
+}
+
+// tocCopyOf writes h's text as a moving argument: the entry of the table
+// of contents, and the heading's optional argument, which LaTeX still
+// writes to the .aux file, expanding every macro on the way. Many math
+// commands do not survive that (x^\checkmark, \sum\limits, \widetilde),
+// so formulas here have \protect before each control sequence. It writes
+// no warnings: the heading itself reports them.
+func (r *writer) tocCopyOf(h *ast.Heading) {
+	heading := r.heading
+	r.heading, r.quiet, r.tocCopy = true, true, true
+	r.bidiPara(h)
+	r.heading, r.quiet, r.tocCopy = heading, false, false
 }
 
 // inFootnote reports whether n is inside a footnote's text, where the
