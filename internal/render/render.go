@@ -104,7 +104,7 @@ type Config struct {
 const defaultSVGCacheBytes = 32 << 20
 
 // Pipeline renders documents. It is safe for concurrent use; it holds no
-// per-render state besides the cache of converted SVGs.
+// per-render state; across renders it keeps the PDFs of converted SVGs.
 type Pipeline struct {
 	engine  Engine
 	limits  limits.Render
