@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func TestTOCInOneRun(t *testing.T) {
 	for i := 1; i <= f.Pages && i <= 3; i++ {
 		for _, m := range entry.FindAllStringSubmatch(pages[i], -1) {
 			title := strings.TrimSpace(strings.TrimRight(m[2], ". "))
-			if _, dup := listed[title]; !dup && containsString(titles, title) {
+			if _, dup := listed[title]; !dup && slices.Contains(titles, title) {
 				n, _ := strconv.Atoi(m[3])
 				listed[title] = n
 				lastTOCPage = i
@@ -104,13 +105,4 @@ func TestTOCInOneRun(t *testing.T) {
 			t.Errorf("contents give %q page %d, it is printed on page %d", title, listed[title], printed)
 		}
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
