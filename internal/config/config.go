@@ -74,6 +74,8 @@ type Config struct {
 	Pool Pool
 	// Shutdown bounds a graceful stop.
 	Shutdown Shutdown
+	// Admin sets who may open the operators' console.
+	Admin Admin
 
 	// origins says where each key's value came from ("file.yaml:5",
 	// "OUTPRINT_LISTEN"); keys at their default are absent. Effective and
@@ -128,6 +130,18 @@ type APIKey struct {
 	// SHA256 is the lower-case hex SHA-256 of the key (64 digits); the
 	// key itself is never configured.
 	SHA256 string
+	// Admin lets the key open the operators' console, River's web UI
+	// under /admin/river/ (default false).
+	Admin bool
+}
+
+// Admin holds the operators' console settings.
+type Admin struct {
+	// AllowAnonymous opens the console to anonymous requests in anonymous
+	// mode (no API keys, no Outline: loopback only), where no admin key
+	// can exist (default false; OUTPRINT_ADMIN_ALLOW_ANONYMOUS). With API
+	// keys configured it changes nothing: the console needs an admin key.
+	AllowAnonymous bool
 }
 
 // Jobs sets job retention.
@@ -388,6 +402,24 @@ func (c *Config) LookupKey(bearer string) (user, tenant string, ok bool) {
 		return "", "", false
 	}
 	return c.Auth.APIKeys[found].User, c.Auth.APIKeys[found].Tenant, true
+}
+
+// LookupAdmin returns the user of the API key bearer and whether the key
+// is marked admin (auth.apiKeys[].admin); ok is false for an unknown key.
+// It compares like LookupKey.
+func (c *Config) LookupAdmin(bearer string) (user string, admin, ok bool) {
+	user, _, ok = c.LookupKey(bearer)
+	if !ok {
+		return "", false, false
+	}
+	sum := sha256.Sum256([]byte(bearer))
+	d := hex.EncodeToString(sum[:])
+	for _, k := range c.Auth.APIKeys {
+		if k.SHA256 == d {
+			return user, k.Admin, true
+		}
+	}
+	return user, false, true
 }
 
 // KeyDigest returns the lower-case hex SHA-256 of an API key: the value

@@ -111,6 +111,11 @@ func TestFileKeys(t *testing.T) {
 		{"auth:\n  apiKeys:\n    - {user: alice, tenant: acme, sha256: " + strings.ToUpper(digestA) + "}\n    - user: bob\n      tenant: beta\n      sha256: " + digestB,
 			func(c *Config) any { return c.Auth.APIKeys },
 			[]APIKey{{User: "alice", Tenant: "acme", SHA256: digestA}, {User: "bob", Tenant: "beta", SHA256: digestB}}},
+		{"auth:\n  apiKeys:\n    - {user: alice, tenant: acme, sha256: " + digestA + ", admin: true}\n    - {user: bob, tenant: beta, sha256: " + digestB + ", admin: false}",
+			func(c *Config) any { return c.Auth.APIKeys },
+			[]APIKey{{User: "alice", Tenant: "acme", SHA256: digestA, Admin: true}, {User: "bob", Tenant: "beta", SHA256: digestB}}},
+		{"admin: {allowAnonymous: true}", func(c *Config) any { return c.Admin.AllowAnonymous }, true},
+		{"admin: {allowAnonymous: false}", func(c *Config) any { return c.Admin.AllowAnonymous }, false},
 		{"jobs: {ttl: 24h}", func(c *Config) any { return c.Jobs.TTL }, 24 * time.Hour},
 		{"render: {timeout: 2m}", func(c *Config) any { return c.Render.Timeout }, 2 * time.Minute},
 		{"render: {maxPages: 50}", func(c *Config) any { return c.Render.MaxPages }, 50},
@@ -171,6 +176,7 @@ func TestEnvVars(t *testing.T) {
 		{"OUTPRINT_POOL_MAX=6", func(c *Config) any { return c.Pool.Max }, 6},
 		{"OUTPRINT_POOL_IDLE_TIMEOUT=1m", func(c *Config) any { return c.Pool.IdleTimeout }, time.Minute},
 		{"OUTPRINT_SHUTDOWN_GRACE=5s", func(c *Config) any { return c.Shutdown.Grace }, 5 * time.Second},
+		{"OUTPRINT_ADMIN_ALLOW_ANONYMOUS=true", func(c *Config) any { return c.Admin.AllowAnonymous }, true},
 		// Not settings: ignored.
 		{"OUTPRINT_CONFIG=/etc/outprint.yaml", func(c *Config) any { return plain(c) }, plain(Default())},
 		{"OUTPRINT_FAILPOINT=during-render", func(c *Config) any { return plain(c) }, plain(Default())},
@@ -196,6 +202,7 @@ func TestEnvVarsComplete(t *testing.T) {
 		"OUTPRINT_OUTLINE_URL", "OUTPRINT_IMAGES_ALLOW_HOSTS", "OUTPRINT_JOBS_TTL",
 		"OUTPRINT_TIMEOUT", "OUTPRINT_MAX_PAGES", "OUTPRINT_MAX_PDF_BYTES",
 		"OUTPRINT_POOL_MIN", "OUTPRINT_POOL_MAX", "OUTPRINT_POOL_IDLE_TIMEOUT", "OUTPRINT_SHUTDOWN_GRACE",
+		"OUTPRINT_ADMIN_ALLOW_ANONYMOUS",
 	}
 	if got := EnvVars(); !reflect.DeepEqual(got, want) {
 		t.Errorf("EnvVars() = %v, want %v", got, want)
@@ -254,6 +261,12 @@ func TestFileErrors(t *testing.T) {
 		{"images:\n  allowHosts: ['-bad-.example.com']", []string{`2: images.allowHosts[0] ` + bad + ` (got "-bad-.example.com")`}},
 		{"auth:\n  apiKeys: {user: a}", []string{`2: auth.apiKeys must be a list of {user, tenant, sha256} (got a mapping)`}},
 		{"auth:\n  apiKeys:\n    - alice", []string{`3: auth.apiKeys[0] must be a mapping of keys (got "alice")`}},
+		{"auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: " + digestA + ", admin: yes}",
+			[]string{`3: auth.apiKeys[0].admin must be true or false (got "yes")`}},
+		{"auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: " + digestA + ", admin: [true]}",
+			[]string{`3: auth.apiKeys[0].admin must be true or false (got a list)`}},
+		{"admin: {allowAnonymous: 1}", []string{`1: admin.allowAnonymous must be true or false (got "1")`}},
+		{"admin: {allowAnon: true}", []string{`1: unknown key admin.allowAnon (known keys here: allowAnonymous)`}},
 		{"auth:\n  apiKeys:\n    - {user: alice, tenant: acme, sha256: mysecretkey}",
 			[]string{`3: auth.apiKeys[0].sha256 must be 64 hexadecimal digits, the SHA-256 of the key and not the key itself (got 11 characters)`}},
 		{"auth:\n  apiKeys:\n    - {user: alice, tenant: acme}", []string{`3: auth.apiKeys[0].sha256 is missing`}},
@@ -269,7 +282,7 @@ func TestFileErrors(t *testing.T) {
 		{"auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: " + digestA + ", usr: x}",
 			[]string{`3: unknown key auth.apiKeys[0].usr (did you mean auth.apiKeys[0].user?)`}},
 		{"auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: " + digestA + ", role: x}",
-			[]string{`3: unknown key auth.apiKeys[0].role (known keys here: user, tenant, sha256)`}},
+			[]string{`3: unknown key auth.apiKeys[0].role (known keys here: user, tenant, sha256, admin)`}},
 		{"auth:\n  apiKeys:\n    - {user: a, user: b, tenant: t, sha256: " + digestA + "}",
 			[]string{`3: duplicate key auth.apiKeys[0].user (first at line 3)`}},
 		{"jobs:\n  ttl: forever", []string{`2: jobs.ttl must be a positive duration such as 30s, 5m or 1h (got "forever")`}},
@@ -292,14 +305,14 @@ func TestFileErrors(t *testing.T) {
 		{"admission:\n  colour: red", []string{`2: unknown key admission.colour (known keys here: slots, queueDepth, perUser, maxWait)`}},
 		{"slots: 2", []string{`1: unknown key slots (did you mean admission.slots?)`}},
 		{"listn: x", []string{`1: unknown key listn (did you mean listen?)`}},
-		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, admission, outline, images, auth, jobs, render, pool, shutdown)`}},
+		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, admission, outline, images, auth, jobs, render, pool, shutdown, admin)`}},
 		{"admission:\n  slots: 2\n  slots: 3", []string{`3: duplicate key admission.slots (first at line 2)`}},
 		{"listen: 127.0.0.1:1\nlisten: 127.0.0.1:2", []string{`2: duplicate key listen (first at line 1)`}},
 		{"? [a, b]\n: 1", []string{`1: the configuration: keys must be plain names (got a list)`}},
 		// Structure.
 		{"- a\n- b", []string{`1: the configuration must be a mapping of keys (got a list)`}},
 		{"just text", []string{`1: the configuration must be a mapping of keys (got "just text")`}},
-		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, admission, outline, images, auth, jobs, render, pool, shutdown)`,
+		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, admission, outline, images, auth, jobs, render, pool, shutdown, admin)`,
 			`2: admission: YAML aliases are not supported in a configuration`}},
 		{"admission:\n  <<: {slots: 2}", []string{`2: admission: keys must be plain names (got "<<")`}},
 		{"listen: 127.0.0.1:1\n---\nlisten: 127.0.0.1:2", []string{`2: more than one YAML document; a configuration is one mapping`}},
@@ -369,6 +382,7 @@ func TestEnvErrors(t *testing.T) {
 		{"OUTPRINT_POOL_MAX=-1", []string{`OUTPRINT_POOL_MAX must be zero (derived from the machine) or a positive integer (got "-1")`}},
 		{"OUTPRINT_POOL_IDLE_TIMEOUT=0", []string{`OUTPRINT_POOL_IDLE_TIMEOUT must be a positive duration such as 30s, 5m or 1h (got "0")`}},
 		{"OUTPRINT_SHUTDOWN_GRACE=-1s", []string{`OUTPRINT_SHUTDOWN_GRACE must be zero or a positive duration such as 30s, 5m or 1h (got "-1s")`}},
+		{"OUTPRINT_ADMIN_ALLOW_ANONYMOUS=yes", []string{`OUTPRINT_ADMIN_ALLOW_ANONYMOUS must be true or false (got "yes")`}},
 		{"OUTPRINT_ADMISION_SLOTS=2", []string{`unknown environment variable OUTPRINT_ADMISION_SLOTS (did you mean OUTPRINT_ADMISSION_SLOTS?)`}},
 		{"OUTPRINT_MAX_PDF_SIZE=2", []string{`unknown environment variable OUTPRINT_MAX_PDF_SIZE (did you mean OUTPRINT_MAX_PDF_BYTES?)`}},
 		{"OUTPRINT_COLOUR=red", []string{`unknown environment variable OUTPRINT_COLOUR`}},
@@ -469,6 +483,28 @@ func TestAnonymous(t *testing.T) {
 	} {
 		if got := tc.c.Anonymous(); got != tc.want {
 			t.Errorf("Anonymous(%+v) = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestLookupAdmin(t *testing.T) {
+	path := writeFile(t, "auth:\n  apiKeys:\n    - {user: alice, tenant: acme, sha256: "+strings.ToUpper(digestA)+", admin: true}\n    - {user: bob, tenant: beta, sha256: "+digestB+"}\n")
+	c, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bearer, user string
+		admin, ok    bool
+	}{
+		{"secret", "alice", true, true},
+		{"test", "bob", false, true},
+		{"Secret", "", false, false},
+		{"", "", false, false},
+	} {
+		user, admin, ok := c.LookupAdmin(tc.bearer)
+		if user != tc.user || admin != tc.admin || ok != tc.ok {
+			t.Errorf("LookupAdmin(%q) = %q, %v, %v, want %q, %v, %v", tc.bearer, user, admin, ok, tc.user, tc.admin, tc.ok)
 		}
 	}
 }

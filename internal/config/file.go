@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -205,13 +206,16 @@ func decodeAPIKeys(f *fileDecoder, n *yaml.Node, key string) {
 		return
 	}
 	fieldNames := []string{"user", "tenant", "sha256"}
+	// optionalNames may be left out.
+	optionalNames := []string{"admin"}
+	knownNames := append(slices.Clone(fieldNames), optionalNames...)
 	var keys []APIKey
 	firstDigest := map[string]int{}
 	nerr := len(f.errs)
 	for i, item := range n.Content {
 		label := fmt.Sprintf("%s[%d]", key, i)
-		kvs := f.fields(item, label, fieldNames, func(name string) string {
-			if g := suggest(name, fieldNames); g != "" {
+		kvs := f.fields(item, label, knownNames, func(name string) string {
+			if g := suggest(name, knownNames); g != "" {
 				return label + "." + g
 			}
 			return ""
@@ -261,6 +265,14 @@ func decodeAPIKeys(f *fileDecoder, n *yaml.Node, key string) {
 				k.SHA256 = d
 			}
 		}
+		if v, ok := got["admin"]; ok && !isNull(v) {
+			switch b, valid := parseBool(v); {
+			case v.Kind != yaml.ScalarNode || !valid:
+				f.errorf(v, "%s.admin must be true or false (got %s)", label, describe(v))
+			default:
+				k.Admin = b
+			}
+		}
 		keys = append(keys, k)
 	}
 	if len(f.errs) == nerr {
@@ -286,6 +298,10 @@ func showAPIKeys(c *Config) *yaml.Node {
 			strNode("tenant"), strNode(k.Tenant),
 			strNode("sha256"), strNode(d),
 		}})
+		if k.Admin {
+			m := n.Content[len(n.Content)-1]
+			m.Content = append(m.Content, strNode("admin"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+		}
 	}
 	return n
 }

@@ -127,6 +127,8 @@ var settings = []*setting{
 		func(c *Config) *time.Duration { return &c.Pool.IdleTimeout }),
 	duration("shutdown.grace", "OUTPRINT_SHUTDOWN_GRACE", true,
 		func(c *Config) *time.Duration { return &c.Shutdown.Grace }),
+	boolean("admin.allowAnonymous", "OUTPRINT_ADMIN_ALLOW_ANONYMOUS",
+		func(c *Config) *bool { return &c.Admin.AllowAnonymous }),
 }
 
 // findKey returns the setting of a file key, or nil. The table is small;
@@ -265,6 +267,41 @@ func duration(key, env string, zeroOK bool, field func(*Config) *time.Duration) 
 		},
 		show: func(c *Config) string { return formatDuration(*field(c)) },
 	}
+}
+
+// boolean accepts true or false (YAML 1.2's spelling; yes/no/on/off are
+// refused, as a typo would be).
+func boolean(key, env string, field func(*Config) *bool) *setting {
+	want := "must be true or false"
+	return &setting{
+		key: key, env: env, want: want,
+		scalar: func(c *Config, v string) string {
+			switch strings.TrimSpace(v) {
+			case "true":
+				*field(c) = true
+			case "false":
+				*field(c) = false
+			default:
+				return want
+			}
+			return ""
+		},
+		show: func(c *Config) string { return strconv.FormatBool(*field(c)) },
+		showNode: func(c *Config) *yaml.Node {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(*field(c))}
+		},
+	}
+}
+
+// parseBool reads a YAML true or false.
+func parseBool(n *yaml.Node) (v, ok bool) {
+	switch n.Value {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
 }
 
 // bytesSetting accepts a byte count from 1 to max, plain or with a KiB or

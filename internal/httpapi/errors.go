@@ -85,6 +85,9 @@ func errorAnswer(err error) (status int, problems []limits.Problem, retryAfter i
 	if status, problems, retryAfter, ok := jobsAnswer(err); ok {
 		return status, problems, retryAfter
 	}
+	if status, problems, retryAfter, ok := adminAnswer(err); ok {
+		return status, problems, retryAfter
+	}
 	switch {
 	case errors.As(err, &ref):
 		le := ref.LimitsError()
@@ -172,7 +175,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if retry > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
 	}
-	if status == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="outprint"`)
 	}
 	w.Header().Set("Cache-Control", "no-store")

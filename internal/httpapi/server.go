@@ -99,6 +99,14 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Metrics serves GET /metrics; nil answers 404.
 	Metrics http.Handler
+	// Console, when set, is River's web console, served under
+	// ConsolePath to admin API keys only (admin.go); nil answers 404.
+	Console http.Handler
+	// Admins confirms admin API keys for the console; nil admits none.
+	Admins AdminAuthenticator
+	// ConsoleAnonymous lets anonymous requests (Anonymous mode, which is
+	// loopback only) into the console: admin.allowAnonymous.
+	ConsoleAnonymous bool
 	// Observer is told about refusals, waits and renders; nil records
 	// nothing.
 	Observer Observer
@@ -163,6 +171,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/render/{documentId}", method(s, http.MethodGet, s.outlineRender))
 	mux.Handle("/status/{documentId}", method(s, http.MethodGet, s.outlineStatus))
 	s.jobRoutes(mux)
+	s.consoleRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotFound)
 	})

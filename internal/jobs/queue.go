@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -12,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
+	"riverqueue.com/riverui"
 )
 
 // Queue names. Renders and maintenance have their own queues so that a
@@ -45,6 +47,8 @@ type backend interface {
 	start(ctx context.Context) error
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
+	// console makes River's web console on this client (console.go).
+	console(prefix string, log *slog.Logger) (*riverui.Handler, error)
 }
 
 // txOps is one transaction: this package's SQL plus River's operations in

@@ -245,7 +245,7 @@ func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], j
 			msg = le.Problems[0].Message
 		}
 		s.fail(wctx, id, le.Code(), msg, err, took, log)
-		return river.JobCancel(err)
+		return river.JobCancel(documentError(le))
 	case errors.Is(err, errInputMissing):
 		s.fail(wctx, id, CodeInputMissing, "the job's input is no longer stored", err, took, log)
 		return river.JobCancel(err)
@@ -263,6 +263,14 @@ func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], j
 	}
 	log.Warn("jobs: attempt failed, will retry", "err", err)
 	return err
+}
+
+// documentError is what River records, and its console shows, for an
+// attempt that failed on the job's document: the code only. The messages of
+// a *limits.Error may quote the document (a TeX line, an image name); they
+// stay in outprint_jobs, which only the job's tenant reads, through the API.
+func documentError(le *limits.Error) error {
+	return fmt.Errorf("document error: %s (the job's row holds the message)", le.Code())
 }
 
 // fail moves the row to failed with a client-facing code and message; the
