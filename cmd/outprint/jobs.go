@@ -115,6 +115,7 @@ type jobObserver struct{ m *metrics.Metrics }
 func (o jobObserver) Started(queueDelay time.Duration) { o.m.ObserveJobQueueDelay(queueDelay) }
 
 func (o jobObserver) Finished(state, code string, took time.Duration) {
+	o.m.JobFinished(state)
 	if state == jobs.StateFailed {
 		o.m.JobFailed(code)
 	}

@@ -130,6 +130,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	if engine.stats != nil {
 		m.SetPoolSource(engine.stats)
 	}
+	m.SetMemorySource(func() metrics.MemoryStats {
+		used, limit := tex.Memory()
+		return metrics.MemoryStats{Used: used, Limit: limit}
+	})
 
 	pipeline := render.New(render.Config{Engine: engine, Limits: cfg.Render.Limits(), TempDir: tmp})
 
@@ -180,6 +184,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		log.Error("jobs", "err", err)
 		return exitInternal
 	}
+	// River's web console for admin keys. Its background services (count
+	// caches) stop with consoleCtx when serve returns.
+	consoleCtx, stopConsole := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopConsole()
+	console, err := jr.svc.Console(consoleCtx, httpapi.ConsolePath, log)
+	if err != nil {
+		log.Error("jobs", "err", err)
+		return exitInternal
+	}
 	api := httpapi.New(httpapi.Config{
 		Pipeline:     pipeline,
 		Renderer:     renderer,
@@ -198,9 +211,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 			}
 			return checkWritable(cfg.DataDir)
 		},
-		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Observer: m,
-		Logger:   log,
+		Metrics:          promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Console:          console,
+		Admins:           cfg,
+		ConsoleAnonymous: cfg.Admin.AllowAnonymous,
+		Observer:         m,
+		Logger:           log,
 	})
 
 	// Request contexts derive from base. When the grace period runs out,

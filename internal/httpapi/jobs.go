@@ -152,6 +152,7 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if created {
 		status = http.StatusAccepted
+		s.obs.JobAccepted()
 		s.log.InfoContext(r.Context(), "job accepted", "request_id", requestID(r.Context()), "job", job.ID,
 			"user", c.user, "tenant", c.tenant, "source", job.Source, "images", len(in.Assets))
 	}

@@ -63,6 +63,12 @@ type Observer interface {
 	// ObserveRenderMemory records the peak resident memory of one
 	// render's TeX processes, in bytes.
 	ObserveRenderMemory(bytes int64)
+	// ObserveRequest records the time to answer one request; route is
+	// the registered pattern that served it, or "other" (a bounded set:
+	// never the client's path).
+	ObserveRequest(route string, status int, d time.Duration)
+	// JobAccepted counts one new job (202).
+	JobAccepted()
 }
 
 // DefaultBodyTimeout bounds how long a client may take to send its request
@@ -152,10 +158,12 @@ func New(cfg Config) *Server {
 
 type nopObserver struct{}
 
-func (nopObserver) Refused(string)                      {}
-func (nopObserver) ObserveQueueWait(time.Duration)      {}
-func (nopObserver) ObserveRender(time.Duration, string) {}
-func (nopObserver) ObserveRenderMemory(int64)           {}
+func (nopObserver) Refused(string)                            {}
+func (nopObserver) ObserveQueueWait(time.Duration)            {}
+func (nopObserver) ObserveRender(time.Duration, string)       {}
+func (nopObserver) ObserveRenderMemory(int64)                 {}
+func (nopObserver) ObserveRequest(string, int, time.Duration) {}
+func (nopObserver) JobAccepted()                              {}
 
 // Handler returns the routes of SPEC §5 wrapped in request ids, logging
 // and panic recovery. Unknown paths and wrong methods get the error list
@@ -236,15 +244,28 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 					s.writeError(sw, r, errInternal)
 				}
 			}
+			took := time.Since(start)
+			s.obs.ObserveRequest(routeLabel(r.Pattern), sw.status, took)
 			// Probes and scrapes arrive every few seconds; logging them
 			// would bury the renders.
 			if p := r.URL.Path; p != "/healthz" && p != "/readyz" && p != "/metrics" {
 				s.log.InfoContext(ctx, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
-					"status", sw.status, "bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds())
+					"status", sw.status, "bytes", sw.bytes, "duration_ms", took.Milliseconds())
 			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// routeLabel is the metrics label of a request: the route pattern the
+// mux matched (set on the request by ServeMux), so that the label's values
+// are the registered routes and a client cannot add one. Paths no route
+// matched share one value.
+func routeLabel(pattern string) string {
+	if pattern == "" || pattern == "/" {
+		return "other"
+	}
+	return pattern
 }
 
 // statusWriter remembers the status and size of an answer for the request

@@ -17,6 +17,7 @@
 package metrics
 
 import (
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,27 @@ type JobStats struct {
 	OldestQueued time.Duration
 }
 
+// MemoryStats is the memory a scrape reports: what the service's cgroup
+// (outprint and its TeX processes) uses, against its limit. cmd fills it
+// from the tex package.
+type MemoryStats struct {
+	// Used is the cgroup's memory use (v2 memory.current, v1
+	// memory.usage_in_bytes), or the machine's (MemTotal - MemAvailable)
+	// when there is no cgroup to read; 0 when neither can be read.
+	Used int64
+	// Limit is the cgroup's memory limit, or the machine's memory; 0
+	// when neither can be read.
+	Limit int64
+}
+
+// Finished job states pre-created so that rates over them exist from the
+// start; they match jobs.StateSucceeded, StateFailed and StateCancelled.
+var finishedStates = []string{"succeeded", "failed", "cancelled"}
+
+// OtherRoute is the route label of requests no route matched (404s):
+// the label holds registered route patterns only, never a client's path.
+const OtherRoute = "other"
+
 // Refusal codes pre-created so that their series exist (at 0) before the
 // first refusal; they match limits.CodeBusy and limits.CodeUserLimit.
 var refusalCodes = []string{"busy", "user_limit"}
@@ -70,6 +92,10 @@ var (
 	renderBuckets   = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 45, 60, 90}
 	waitBuckets     = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60}
 	jobDelayBuckets = []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	// requestBuckets start below a millisecond: /healthz answers in
+	// microseconds and a probe's latency is what they show; renders held
+	// open run to the render limit.
+	requestBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 )
 
 // Metrics holds outprint's collectors. Create it with New.
@@ -81,6 +107,9 @@ type Metrics struct {
 	jobQueueDelay  prometheus.Histogram
 	jobFailures    *prometheus.CounterVec
 	jobRetries     prometheus.Counter
+	jobAccepted    prometheus.Counter
+	jobFinished    *prometheus.CounterVec
+	requests       *prometheus.HistogramVec
 	sources        *sourceCollector
 }
 
@@ -116,17 +145,33 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: Namespace, Subsystem: "job", Name: "retries_total",
 			Help: "Job attempts scheduled again after a transient failure.",
 		}),
+		jobAccepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "job", Name: "accepted_total",
+			Help: "Jobs accepted (202; an idempotent repeat is not counted): the arrival rate of jobs.",
+		}),
+		jobFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "job", Name: "finished_total",
+			Help: "Jobs that ended, by final state: succeeded, failed or cancelled (the completion rate).",
+		}, []string{"state"}),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "http", Name: "request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by route (the registered pattern, \"other\" for unknown paths) and status code.",
+			Buckets: requestBuckets,
+		}, []string{"route", "code"}),
 		sources: newSourceCollector(),
 	}
 	for _, code := range refusalCodes {
 		m.refusals.WithLabelValues(code)
+	}
+	for _, state := range finishedStates {
+		m.jobFinished.WithLabelValues(state)
 	}
 	peak := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "render", Name: "peak_memory_bytes",
 		Help: "Largest maximum resident set size of any render process since the service started.",
 	}, func() float64 { return float64(m.peakMemory.Load()) })
 	reg.MustRegister(m.refusals, m.renderDuration, m.queueWait, peak,
-		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.sources)
+		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.jobAccepted, m.jobFinished, m.requests, m.sources)
 	return m
 }
 
@@ -152,6 +197,15 @@ func (m *Metrics) SetPoolSource(f func() PoolStats) {
 func (m *Metrics) SetJobSource(f func() JobStats) {
 	if m != nil {
 		m.sources.jobs.Store(&f)
+	}
+}
+
+// SetMemorySource makes scrapes report the memory used and its limit
+// from f. Until it is set those series are absent; a figure of 0 (not
+// readable) is left out.
+func (m *Metrics) SetMemorySource(f func() MemoryStats) {
+	if m != nil {
+		m.sources.memory.Store(&f)
 	}
 }
 
@@ -216,6 +270,31 @@ func (m *Metrics) JobRetried() {
 	}
 }
 
+// JobAccepted counts one job accepted (a new job, not an idempotent
+// repeat).
+func (m *Metrics) JobAccepted() {
+	if m != nil {
+		m.jobAccepted.Inc()
+	}
+}
+
+// JobFinished counts one job that ended in state (succeeded, failed or
+// cancelled).
+func (m *Metrics) JobFinished(state string) {
+	if m != nil {
+		m.jobFinished.WithLabelValues(state).Inc()
+	}
+}
+
+// ObserveRequest records the time to answer one HTTP request. route must
+// come from a bounded set (a registered route pattern, or OtherRoute), never
+// from the request's path; status is the HTTP status code.
+func (m *Metrics) ObserveRequest(route string, status int, d time.Duration) {
+	if m != nil {
+		m.requests.WithLabelValues(route, strconv.Itoa(status)).Observe(d.Seconds())
+	}
+}
+
 // sourceCollector reports the figures other packages own, read through
 // the functions set on Metrics at scrape time. A source that is not set
 // reports nothing; Prometheus allows a collector to send fewer metrics than
@@ -224,11 +303,13 @@ type sourceCollector struct {
 	admission atomic.Pointer[func() AdmissionStats]
 	pool      atomic.Pointer[func() PoolStats]
 	jobs      atomic.Pointer[func() JobStats]
+	memory    atomic.Pointer[func() MemoryStats]
 
 	running, queued, slots, queueDepth *prometheus.Desc
 	warm, busy, started, replaced      *prometheus.Desc
 	failures                           *prometheus.Desc
 	jobsByState, oldestQueued          *prometheus.Desc
+	memoryUsed, memoryLimit            *prometheus.Desc
 }
 
 func newSourceCollector() *sourceCollector {
@@ -247,6 +328,8 @@ func newSourceCollector() *sourceCollector {
 		failures:     d("tex_pool", "failures_total", "TeX processes that failed to start or warm up."),
 		jobsByState:  d("", "jobs", "Jobs in the job table, by state.", "state"),
 		oldestQueued: d("jobs", "oldest_queued_age_seconds", "Age of the oldest queued job, 0 when none is queued."),
+		memoryUsed:   d("memory", "used_bytes", "Memory used by the service's cgroup (outprint and its TeX processes), else by the machine."),
+		memoryLimit:  d("memory", "limit_bytes", "Memory limit of the service's cgroup, else the machine's memory."),
 	}
 }
 
@@ -254,7 +337,7 @@ func (s *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		s.running, s.queued, s.slots, s.queueDepth,
 		s.warm, s.busy, s.started, s.replaced, s.failures,
-		s.jobsByState, s.oldestQueued,
+		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit,
 	} {
 		ch <- d
 	}
@@ -290,5 +373,14 @@ func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(s.jobsByState, float64(j.Failed), "failed")
 		gauge(s.jobsByState, float64(j.Cancelled), "cancelled")
 		gauge(s.oldestQueued, j.OldestQueued.Seconds())
+	}
+	if f := s.memory.Load(); f != nil {
+		mem := (*f)()
+		if mem.Used > 0 {
+			gauge(s.memoryUsed, float64(mem.Used))
+		}
+		if mem.Limit > 0 {
+			gauge(s.memoryLimit, float64(mem.Limit))
+		}
 	}
 }

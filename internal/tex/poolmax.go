@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 )
@@ -24,12 +23,7 @@ const reserveBytes = 512 << 20
 // cpu.cfs_quota_us / cpu.cfs_period_us and memory.limit_in_bytes), else
 // from the machine (runtime.NumCPU, /proc/meminfo).
 func DefaultPoolMax() int {
-	return poolMax(machine{
-		cgroupRoot: "/sys/fs/cgroup",
-		selfCgroup: "/proc/self/cgroup",
-		meminfo:    "/proc/meminfo",
-		numCPU:     runtime.NumCPU(),
-	})
+	return poolMax(thisMachine())
 }
 
 // machine says where to read the limits from (tests point it at a fake
