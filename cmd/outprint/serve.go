@@ -45,6 +45,9 @@ const (
 	forcedStop = 5 * time.Second
 	// probeRetry is how often a failed TeX probe is tried again.
 	probeRetry = 30 * time.Second
+	// readyScrapeTimeout bounds the readiness check behind outprint_ready
+	// in a scrape; a check that hangs reports not ready.
+	readyScrapeTimeout = 2 * time.Second
 )
 
 // serveCmd is `outprint serve`: the HTTP gateway with local renders on one
@@ -193,6 +196,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		log.Error("jobs", "err", err)
 		return exitInternal
 	}
+	ready := func(ctx context.Context) error {
+		if err := probe.err(); err != nil {
+			return err
+		}
+		if err := jr.db.Ping(ctx); err != nil {
+			return fmt.Errorf("job database: %w", err)
+		}
+		return checkWritable(cfg.DataDir)
+	}
+	m.SetReadySource(func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), readyScrapeTimeout)
+		defer cancel()
+		return ready(ctx) == nil
+	})
 	api := httpapi.New(httpapi.Config{
 		Pipeline:     pipeline,
 		Renderer:     renderer,
@@ -202,21 +219,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		RemoteImages: remote,
 		Outline:      wiki,
 		Jobs:         jr.svc,
-		Ready: func(ctx context.Context) error {
-			if err := probe.err(); err != nil {
-				return err
-			}
-			if err := jr.db.Ping(ctx); err != nil {
-				return fmt.Errorf("job database: %w", err)
-			}
-			return checkWritable(cfg.DataDir)
-		},
-		Metrics:          promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Console:          console,
-		Admins:           cfg,
-		ConsoleAnonymous: cfg.Admin.AllowAnonymous,
-		Observer:         m,
-		Logger:           log,
+		Ready:        ready,
+		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Console:      httpapi.Console{Handler: console, Admins: cfg, Anonymous: cfg.Admin.AllowAnonymous},
+		Observer:     m,
+		Logger:       log,
 	})
 
 	// Request contexts derive from base. When the grace period runs out,

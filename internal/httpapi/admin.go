@@ -31,6 +31,18 @@ import (
 // gateway in front of workers would mount the same handler at the same path.
 const ConsolePath = "/admin/river"
 
+// Console configures the operators' console.
+type Console struct {
+	// Handler is the console (riverui, from jobs.Service.Console); it
+	// gets the whole path, ConsolePath included.
+	Handler http.Handler
+	// Admins confirms admin API keys; nil admits none.
+	Admins AdminAuthenticator
+	// Anonymous lets anonymous requests in (Config.Anonymous mode, which
+	// is loopback only, has no key to send): admin.allowAnonymous.
+	Anonymous bool
+}
+
 // AdminAuthenticator confirms that an API key may use the console.
 // *config.Config implements it.
 type AdminAuthenticator interface {
@@ -66,7 +78,7 @@ func adminAnswer(err error) (status int, problems []limits.Problem, retryAfter i
 // consoleRoutes mounts the console when one is configured; without one
 // the paths are unknown endpoints (404).
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
-	if s.cfg.Console == nil {
+	if s.cfg.Console.Handler == nil {
 		return
 	}
 	h := http.HandlerFunc(s.console)
@@ -94,18 +106,18 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errConsoleReadOnly)
 		return
 	}
-	s.cfg.Console.ServeHTTP(w, r)
+	s.cfg.Console.Handler.ServeHTTP(w, r)
 }
 
 // authorizeConsole returns nil for an admin key (Bearer, or Basic with the
 // key as password), an authError (401) for none or an unknown one, and a
 // forbiddenError (403) for a valid key that is not admin and for anonymous
-// mode unless Config.ConsoleAnonymous.
+// mode unless Console.Anonymous.
 func (s *Server) authorizeConsole(r *http.Request) error {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		if s.cfg.Anonymous {
-			if s.cfg.ConsoleAnonymous {
+			if s.cfg.Console.Anonymous {
 				return nil
 			}
 			return errAnonymousConsole
@@ -121,10 +133,10 @@ func (s *Server) authorizeConsole(r *http.Request) error {
 	if !ok {
 		return errNoCredentials
 	}
-	if s.cfg.Admins == nil {
+	if s.cfg.Console.Admins == nil {
 		return errUnknownKey
 	}
-	_, admin, known := s.cfg.Admins.LookupAdmin(key)
+	_, admin, known := s.cfg.Console.Admins.LookupAdmin(key)
 	switch {
 	case !known:
 		return errUnknownKey

@@ -105,14 +105,9 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Metrics serves GET /metrics; nil answers 404.
 	Metrics http.Handler
-	// Console, when set, is River's web console, served under
-	// ConsolePath to admin API keys only (admin.go); nil answers 404.
-	Console http.Handler
-	// Admins confirms admin API keys for the console; nil admits none.
-	Admins AdminAuthenticator
-	// ConsoleAnonymous lets anonymous requests (Anonymous mode, which is
-	// loopback only) into the console: admin.allowAnonymous.
-	ConsoleAnonymous bool
+	// Console serves River's web console under ConsolePath to admin API
+	// keys only (admin.go); without a Handler those paths are 404.
+	Console Console
 	// Observer is told about refusals, waits and renders; nil records
 	// nothing.
 	Observer Observer

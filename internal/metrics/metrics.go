@@ -209,6 +209,15 @@ func (m *Metrics) SetMemorySource(f func() MemoryStats) {
 	}
 }
 
+// SetReadySource makes scrapes report outprint_ready, 1 when f reports
+// the service ready (the check behind /readyz) and 0 when not. Until it
+// is set the series is absent.
+func (m *Metrics) SetReadySource(f func() bool) {
+	if m != nil {
+		m.sources.ready.Store(&f)
+	}
+}
+
 // Refused counts one admission refusal with its code (busy, user_limit).
 func (m *Metrics) Refused(code string) {
 	if m != nil {
@@ -304,12 +313,14 @@ type sourceCollector struct {
 	pool      atomic.Pointer[func() PoolStats]
 	jobs      atomic.Pointer[func() JobStats]
 	memory    atomic.Pointer[func() MemoryStats]
+	ready     atomic.Pointer[func() bool]
 
 	running, queued, slots, queueDepth *prometheus.Desc
 	warm, busy, started, replaced      *prometheus.Desc
 	failures                           *prometheus.Desc
 	jobsByState, oldestQueued          *prometheus.Desc
 	memoryUsed, memoryLimit            *prometheus.Desc
+	readyDesc                          *prometheus.Desc
 }
 
 func newSourceCollector() *sourceCollector {
@@ -330,6 +341,7 @@ func newSourceCollector() *sourceCollector {
 		oldestQueued: d("jobs", "oldest_queued_age_seconds", "Age of the oldest queued job, 0 when none is queued."),
 		memoryUsed:   d("memory", "used_bytes", "Memory used by the service's cgroup (outprint and its TeX processes), else by the machine."),
 		memoryLimit:  d("memory", "limit_bytes", "Memory limit of the service's cgroup, else the machine's memory."),
+		readyDesc:    d("", "ready", "1 when the service can render (the check behind /readyz passes), else 0."),
 	}
 }
 
@@ -337,7 +349,7 @@ func (s *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		s.running, s.queued, s.slots, s.queueDepth,
 		s.warm, s.busy, s.started, s.replaced, s.failures,
-		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit,
+		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit, s.readyDesc,
 	} {
 		ch <- d
 	}
@@ -373,6 +385,13 @@ func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(s.jobsByState, float64(j.Failed), "failed")
 		gauge(s.jobsByState, float64(j.Cancelled), "cancelled")
 		gauge(s.oldestQueued, j.OldestQueued.Seconds())
+	}
+	if f := s.ready.Load(); f != nil {
+		v := 0.0
+		if (*f)() {
+			v = 1
+		}
+		gauge(s.readyDesc, v)
 	}
 	if f := s.memory.Load(); f != nil {
 		mem := (*f)()
