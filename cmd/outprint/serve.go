@@ -398,7 +398,7 @@ func newEngine(cfg *config.Config, tmp string) (*engine, error) {
 		stats: func() metrics.PoolStats {
 			st := pool.Stats()
 			return metrics.PoolStats{
-				Warm: st.Warm, Busy: st.Busy, Started: uint64(st.Started),
+				Warm: st.Warm, Busy: st.Busy, Warming: st.Warming, Started: uint64(st.Started),
 				Replaced: uint64(st.Replaced), Failures: uint64(st.Failures),
 			}
 		},

@@ -67,6 +67,8 @@ type jobsOptions struct {
 	hooks *hookRenderer
 	// outline puts a fake Outline behind the server.
 	outline bool
+	// configure, when set, adjusts the server's Config last.
+	configure func(e *jobsEnv, cfg *Config)
 }
 
 // jobsEnv is a server with the job routes.
@@ -168,6 +170,9 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if o.outline {
 		e.fake = outlinetest.New(t)
 		cfg.Outline = outline.NewClient(e.fake.URL(), fetch.New(e.fake.FetchConfig()))
+	}
+	if o.configure != nil {
+		o.configure(e, &cfg)
 	}
 	hs := httptest.NewServer(New(cfg).Handler())
 	t.Cleanup(hs.Close)

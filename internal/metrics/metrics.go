@@ -41,6 +41,7 @@ type AdmissionStats struct {
 type PoolStats struct {
 	Warm     int    // processes warm and idle, ready for a document
 	Busy     int    // processes typesetting a document
+	Warming  int    // processes starting up (loading the format and fonts)
 	Started  uint64 // processes started since the pool began
 	Replaced uint64 // processes replaced after use, death, hang or idle timeout
 	Failures uint64 // processes that failed to start or to warm up
@@ -316,7 +317,8 @@ type sourceCollector struct {
 	ready     atomic.Pointer[func() bool]
 
 	running, queued, slots, queueDepth *prometheus.Desc
-	warm, busy, started, replaced      *prometheus.Desc
+	warm, busy, warming                *prometheus.Desc
+	started, replaced                  *prometheus.Desc
 	failures                           *prometheus.Desc
 	jobsByState, oldestQueued          *prometheus.Desc
 	memoryUsed, memoryLimit            *prometheus.Desc
@@ -334,6 +336,7 @@ func newSourceCollector() *sourceCollector {
 		queueDepth:   d("admission", "queue_depth", "Configured admission queue depth (admission.queueDepth)."),
 		warm:         d("tex_pool", "warm", "Warm TeX processes idle and ready for a document."),
 		busy:         d("tex_pool", "busy", "TeX processes typesetting a document."),
+		warming:      d("tex_pool", "warming", "TeX processes starting up: loading the format and fonts before they can take a document."),
 		started:      d("tex_pool", "started_total", "TeX processes the pool started."),
 		replaced:     d("tex_pool", "replaced_total", "TeX processes the pool replaced after use, death, hang or idle timeout."),
 		failures:     d("tex_pool", "failures_total", "TeX processes that failed to start or warm up."),
@@ -348,7 +351,7 @@ func newSourceCollector() *sourceCollector {
 func (s *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		s.running, s.queued, s.slots, s.queueDepth,
-		s.warm, s.busy, s.started, s.replaced, s.failures,
+		s.warm, s.busy, s.warming, s.started, s.replaced, s.failures,
 		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit, s.readyDesc,
 	} {
 		ch <- d
@@ -373,6 +376,7 @@ func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		p := (*f)()
 		gauge(s.warm, float64(p.Warm))
 		gauge(s.busy, float64(p.Busy))
+		gauge(s.warming, float64(p.Warming))
 		counter(s.started, p.Started)
 		counter(s.replaced, p.Replaced)
 		counter(s.failures, p.Failures)
