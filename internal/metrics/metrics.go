@@ -96,7 +96,7 @@ var (
 	// requestBuckets start below a millisecond: /healthz answers in
 	// microseconds and a probe's latency is what they show; renders held
 	// open run to the render limit.
-	requestBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+	requestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 )
 
 // Metrics holds outprint's collectors. Create it with New.
