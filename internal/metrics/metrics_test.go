@@ -32,6 +32,7 @@ func TestSourcesAbsentUntilSet(t *testing.T) {
 	for _, name := range []string{
 		"outprint_admission_running", "outprint_admission_queued",
 		"outprint_tex_pool_warm", "outprint_jobs", "outprint_jobs_oldest_queued_age_seconds",
+		"outprint_memory_used_bytes", "outprint_memory_limit_bytes", "outprint_ready",
 	} {
 		if _, ok := got[name]; ok {
 			t.Errorf("%s reported before its source was set", name)
@@ -39,7 +40,8 @@ func TestSourcesAbsentUntilSet(t *testing.T) {
 	}
 	// Event metrics exist from the start, refusals with both codes at 0.
 	for _, name := range []string{"outprint_admission_refusals_total", "outprint_render_peak_memory_bytes",
-		"outprint_admission_queue_wait_seconds", "outprint_job_queue_delay_seconds", "outprint_job_retries_total"} {
+		"outprint_admission_queue_wait_seconds", "outprint_job_queue_delay_seconds", "outprint_job_retries_total",
+		"outprint_job_accepted_total", "outprint_job_finished_total"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("%s missing from a fresh registry", name)
 		}
@@ -52,7 +54,7 @@ func TestSources(t *testing.T) {
 	adm := AdmissionStats{Slots: 2, QueueDepth: 4, Running: 2, Queued: 3}
 	m.SetAdmissionSource(func() AdmissionStats { return adm })
 	m.SetPoolSource(func() PoolStats {
-		return PoolStats{Warm: 1, Busy: 2, Started: 10, Replaced: 7, Failures: 1}
+		return PoolStats{Warm: 1, Busy: 2, Warming: 1, Started: 10, Replaced: 7, Failures: 1}
 	})
 	m.SetJobSource(func() JobStats {
 		return JobStats{Queued: 5, Running: 1, Succeeded: 20, Failed: 2, Cancelled: 3, OldestQueued: 90 * time.Second}
@@ -95,12 +97,15 @@ outprint_tex_pool_started_total 10
 # HELP outprint_tex_pool_warm Warm TeX processes idle and ready for a document.
 # TYPE outprint_tex_pool_warm gauge
 outprint_tex_pool_warm 1
+# HELP outprint_tex_pool_warming TeX processes starting up: loading the format and fonts before they can take a document.
+# TYPE outprint_tex_pool_warming gauge
+outprint_tex_pool_warming 1
 `
 	names := []string{
 		"outprint_admission_queue_depth", "outprint_admission_queued", "outprint_admission_running", "outprint_admission_slots",
 		"outprint_jobs", "outprint_jobs_oldest_queued_age_seconds",
 		"outprint_tex_pool_busy", "outprint_tex_pool_failures_total", "outprint_tex_pool_replaced_total",
-		"outprint_tex_pool_started_total", "outprint_tex_pool_warm",
+		"outprint_tex_pool_started_total", "outprint_tex_pool_warm", "outprint_tex_pool_warming",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
@@ -113,6 +118,85 @@ outprint_tex_pool_warm 1
 outprint_admission_running 0
 `), "outprint_admission_running"); err != nil {
 		t.Errorf("after the state changed: %v", err)
+	}
+}
+
+func TestMemoryAndReadySources(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	mem := MemoryStats{Used: 3 << 30, Limit: 4 << 30}
+	ready := true
+	m.SetMemorySource(func() MemoryStats { return mem })
+	m.SetReadySource(func() bool { return ready })
+	names := []string{"outprint_memory_used_bytes", "outprint_memory_limit_bytes", "outprint_ready"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP outprint_memory_limit_bytes Memory limit of the service's cgroup, else the machine's memory.
+# TYPE outprint_memory_limit_bytes gauge
+outprint_memory_limit_bytes 4.294967296e+09
+# HELP outprint_memory_used_bytes Memory used by the service's cgroup (outprint and its TeX processes), else by the machine.
+# TYPE outprint_memory_used_bytes gauge
+outprint_memory_used_bytes 3.221225472e+09
+# HELP outprint_ready 1 when the service can render (the check behind /readyz passes), else 0.
+# TYPE outprint_ready gauge
+outprint_ready 1
+`), names...); err != nil {
+		t.Error(err)
+	}
+	// An unreadable figure is left out rather than reported as 0 (a 0
+	// limit would make used/limit infinite); not ready is 0.
+	mem, ready = MemoryStats{Used: 5}, false
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP outprint_memory_used_bytes Memory used by the service's cgroup (outprint and its TeX processes), else by the machine.
+# TYPE outprint_memory_used_bytes gauge
+outprint_memory_used_bytes 5
+# HELP outprint_ready 1 when the service can render (the check behind /readyz passes), else 0.
+# TYPE outprint_ready gauge
+outprint_ready 0
+`), names...); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRequestsAndJobCounts(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.ObserveRequest("/healthz", 200, 50*time.Microsecond)
+	m.ObserveRequest("/healthz", 200, 2*time.Millisecond)
+	m.ObserveRequest(OtherRoute, 404, time.Millisecond)
+	m.JobAccepted()
+	m.JobAccepted()
+	m.JobFinished("succeeded")
+	got := gather(t, reg)
+	counts := map[string]uint64{}
+	for _, mt := range got["outprint_http_request_duration_seconds"].GetMetric() {
+		var route, code string
+		for _, lp := range mt.GetLabel() {
+			switch lp.GetName() {
+			case "route":
+				route = lp.GetValue()
+			case "code":
+				code = lp.GetValue()
+			}
+		}
+		counts[route+" "+code] = mt.GetHistogram().GetSampleCount()
+		if route == "/healthz" {
+			// The first bucket is below a millisecond: /healthz answers
+			// in microseconds.
+			if b := mt.GetHistogram().GetBucket()[0]; b.GetUpperBound() > 0.0001 || b.GetCumulativeCount() != 1 {
+				t.Errorf("/healthz first bucket = le %v count %d, want le <= 0.0001 holding the 50 µs answer", b.GetUpperBound(), b.GetCumulativeCount())
+			}
+		}
+	}
+	if counts["/healthz 200"] != 2 || counts["other 404"] != 1 || len(counts) != 2 {
+		t.Errorf("request counts = %v, want /healthz 200: 2 and other 404: 1", counts)
+	}
+	if v := testutil.ToFloat64(m.jobAccepted); v != 2 {
+		t.Errorf("jobs accepted = %v, want 2", v)
+	}
+	for state, want := range map[string]float64{"succeeded": 1, "failed": 0, "cancelled": 0} {
+		if v := testutil.ToFloat64(m.jobFinished.WithLabelValues(state)); v != want {
+			t.Errorf("jobs finished{state=%q} = %v, want %v", state, v, want)
+		}
 	}
 }
 
@@ -237,6 +321,11 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.SetAdmissionSource(func() AdmissionStats { return AdmissionStats{} })
 	m.SetPoolSource(func() PoolStats { return PoolStats{} })
 	m.SetJobSource(func() JobStats { return JobStats{} })
+	m.SetMemorySource(func() MemoryStats { return MemoryStats{} })
+	m.SetReadySource(func() bool { return true })
+	m.ObserveRequest("/healthz", 200, time.Millisecond)
+	m.JobAccepted()
+	m.JobFinished("failed")
 }
 
 // Every metric passes Prometheus' own naming and help lint.
@@ -246,7 +335,10 @@ func TestLint(t *testing.T) {
 	m.SetAdmissionSource(func() AdmissionStats { return AdmissionStats{} })
 	m.SetPoolSource(func() PoolStats { return PoolStats{} })
 	m.SetJobSource(func() JobStats { return JobStats{} })
+	m.SetMemorySource(func() MemoryStats { return MemoryStats{Used: 1, Limit: 2} })
+	m.SetReadySource(func() bool { return true })
 	m.ObserveRender(time.Second, "ok")
+	m.ObserveRequest("/healthz", 200, time.Millisecond)
 	m.JobFailed("tex")
 	problems, err := promlint.NewWithMetricFamilies(mustGather(t, reg)).Lint()
 	if err != nil {
