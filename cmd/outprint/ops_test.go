@@ -198,10 +198,10 @@ type dashboard struct {
 		} `json:"list"`
 	} `json:"templating"`
 	Panels []struct {
-		ID         int             `json:"id"`
-		Type       string          `json:"type"`
-		Title      string          `json:"title"`
-		Datasource json.RawMessage `json:"datasource"`
+		ID         int                      `json:"id"`
+		Type       string                   `json:"type"`
+		Title      string                   `json:"title"`
+		Datasource json.RawMessage          `json:"datasource"`
 		GridPos    struct{ H, W, X, Y int } `json:"gridPos"`
 		Targets    []struct {
 			Expr       string          `json:"expr"`
