@@ -17,7 +17,10 @@ import (
 // as the password of HTTP Basic authentication (any user name), and its 401
 // answers ask for it: a browser prompts once and sends it with every later
 // request below the path. Clients that can send headers use the Bearer form
-// as everywhere else.
+// as everywhere else. A browser also sends Basic credentials with requests
+// another site makes it send; that is why the console allows no POST at all
+// (a cross-site form can POST) and its only actions are PUTs, which another
+// site cannot send without a CORS preflight (OPTIONS), which is refused.
 //
 // The console is read-only for jobs. River's job actions (cancel, delete,
 // retry) change River's rows without outprint_jobs, whose state clients
@@ -27,8 +30,8 @@ import (
 // allowed: it only stops workers from claiming, which outprint already
 // handles (jobs wait, queued).
 
-// ConsolePath is where the console is served (SPEC §5 Operations). A
-// gateway in front of workers would mount the same handler at the same path.
+// ConsolePath is where the console is served. A gateway in front of
+// workers would mount the same handler at the same path.
 const ConsolePath = "/admin/river"
 
 // Console configures the operators' console.

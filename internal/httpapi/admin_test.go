@@ -368,6 +368,7 @@ func TestConsoleAllowed(t *testing.T) {
 		{http.MethodPost, ConsolePath + "/api/jobs/delete", false},
 		{http.MethodPatch, ConsolePath + "/api/queues/a", false},
 		{http.MethodDelete, ConsolePath + "/api/jobs/1", false},
+		{http.MethodOptions, ConsolePath + "/api/queues/a/pause", false}, // a CORS preflight
 	} {
 		r := httptest.NewRequest(tc.method, tc.path, nil)
 		if got := consoleAllowed(r); got != tc.want {
