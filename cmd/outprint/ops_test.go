@@ -337,6 +337,35 @@ func expressions(t *testing.T) (exprs map[string]string, varMetrics []string) {
 	return exprs, varMetrics
 }
 
+// TestDashboardQueries: Prometheus itself (promtool, the Prometheus of the
+// distribution) accepts every query of the dashboard, given to it as
+// recording rules with Grafana's variables filled in.
+func TestDashboardQueries(t *testing.T) {
+	testenv.Require(t, "promtool")
+	exprs, _ := expressions(t)
+	keys := make([]string, 0, len(exprs))
+	for k := range exprs {
+		if strings.HasPrefix(k, "panel ") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	for i, k := range keys {
+		q, _ := json.Marshal(exprs[k])
+		fmt.Fprintf(&b, "      - record: dashboard:query_%d\n        expr: %s\n", i, q)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard-rules.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runTool(t, ".", nil, "promtool", "check", "rules", path)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("SUCCESS: %d rules found", len(keys))) {
+		t.Errorf("promtool check rules of the dashboard's %d queries = exit %d:\n%s", len(keys), code, out)
+	}
+}
+
 // metricNames parses expr and returns the metric names it selects.
 func metricNames(expr string) ([]string, error) {
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
