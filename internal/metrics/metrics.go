@@ -7,8 +7,9 @@
 // Metrics imports nothing of outprint. Figures that live in another
 // package (admission state, the TeX pool, the job table) come in through
 // small structs of this package filled by functions the caller sets with
-// SetAdmissionSource, SetPoolSource and SetJobSource; cmd adapts
-// admission.Stats and the tex pool's figures to them. The functions run
+// SetAdmissionSource, SetPoolSource, SetJobSource, SetMemorySource and
+// SetReadySource; cmd adapts admission.Stats, the tex pool's figures, the
+// cgroup's memory and the readiness check to them. The functions run
 // during a scrape, so they must be cheap and safe for concurrent use.
 // Events (a refusal, a finished render, a queue wait) are recorded by the
 // code that sees them through the Observe and count methods.
