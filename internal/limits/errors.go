@@ -122,7 +122,38 @@ func Invalid(problems ...Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	return &Error{Status: 422, Problems: problems}
+	return &Error{Status: 422, Problems: CapProblems(problems, 0)}
+}
+
+// MaxProblems is how many problems an error or warning list shows; the
+// rest are summed up in one more entry, so that a megabyte of one mistake
+// repeated is answered with a short list, not one as large as the input.
+const MaxProblems = 100
+
+// CapProblems returns problems cut to MaxProblems entries and, when it cut,
+// one more entry (a list of MaxProblems+1 entries is kept whole: it is no
+// longer than a cut one) "and N more problems" (N counts the cut ones plus extra,
+// problems a caller counted without keeping). The entry takes the source
+// and code of the last kept one, so a client that branches on codes reads
+// the list the same way.
+func CapProblems(problems []Problem, extra int) []Problem {
+	if extra == 0 && len(problems) <= MaxProblems+1 {
+		// Within the bound (a list capped before stays as it is).
+		return problems
+	}
+	more := extra + max(0, len(problems)-MaxProblems)
+	kept := problems[:min(len(problems), MaxProblems)]
+	out := make([]Problem, len(kept), len(kept)+1)
+	copy(out, kept)
+	last := Problem{Source: SourceDocument, Code: CodeInvalid}
+	if len(kept) > 0 {
+		last = kept[len(kept)-1]
+	}
+	word := "problems"
+	if more == 1 {
+		word = "problem"
+	}
+	return append(out, Problem{Source: last.Source, Code: last.Code, Message: fmt.Sprintf("and %d more %s", more, word)})
 }
 
 // TooLarge is the 413 answer for a Markdown text over MaxMarkdownBytes.

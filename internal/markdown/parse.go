@@ -105,7 +105,7 @@ var newParser = sync.OnceValue(func() parser.Parser {
 		util.Prioritized(mathBlockParser{}, 760),
 	)
 	p := parser.NewParser(
-		parser.WithBlockParsers(blocks...),
+		parser.WithBlockParsers(guardDepth(blocks)...),
 		parser.WithInlineParsers(inline...),
 		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
 	)
@@ -130,9 +130,21 @@ func Parse(src []byte, opts Options) (*Document, error) {
 			d.lineStart = append(d.lineStart, i+1)
 		}
 	}
-	d.root = newParser().Parse(text.NewReader(src))
+	pc := parser.NewContext()
+	d.root = newParser().Parse(text.NewReader(src), parser.WithContext(pc))
+	if off, ok := pc.Get(tooDeepKey).(int); ok {
+		return nil, limits.Invalid(d.tooDeepProblem(off))
+	}
 
 	var problems []limits.Problem
+	uncounted := 0 // problems beyond limits.MaxProblems, counted only
+	report := func(p limits.Problem) {
+		if len(problems) < limits.MaxProblems {
+			problems = append(problems, p)
+		} else {
+			uncounted++
+		}
+	}
 	var extra strings.Builder // characters the writer adds (emoji, check boxes)
 	firstBlock := d.root.FirstChild()
 	if h, ok := firstBlock.(*ast.Heading); ok && h.Level == 1 {
@@ -164,12 +176,12 @@ func Parse(src []byte, opts Options) (*Document, error) {
 			})
 		case *MathInline:
 			if err := checkFormula(n.Formula); err != nil {
-				problems = append(problems, mathProblem(d.line(n.Offset), n.Formula, err))
+				report(mathProblem(d.line(n.Offset), n.Formula, err))
 			}
 		case *MathBlock:
 			if f := n.Formula(d.src); f != "" || n.closed {
 				if err := checkFormula(f); err != nil {
-					problems = append(problems, mathProblem(d.line(d.blockPos(n)), f, err))
+					report(mathProblem(d.line(d.blockPos(n)), f, err))
 				}
 			}
 		case *emojiast.Emoji:
@@ -184,7 +196,7 @@ func Parse(src []byte, opts Options) (*Document, error) {
 	d.scripts = ScriptsOf(nonASCII(src) + extra.String())
 	if len(problems) > 0 {
 		sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
-		return nil, limits.Invalid(problems...)
+		return nil, limits.Invalid(limits.CapProblems(problems, uncounted)...)
 	}
 	return d, nil
 }

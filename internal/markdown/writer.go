@@ -97,7 +97,7 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 		// TeX makes no PDF without a page: an empty document gets one.
 		r.raw("\\null\n")
 	}
-	out := &Output{Body: string(r.b), Lines: r.lines, Warnings: r.warnings, TOC: toc}
+	out := &Output{Body: string(r.b), Lines: r.lines, Warnings: limits.CapProblems(r.warnings, 0), TOC: toc}
 	// A guard, not a limit users meet: TeX's line buffer holds 200,000
 	// bytes, and the writer's lines stay far below (code lines are cut to
 	// maxCodeLine runes before highlighting).

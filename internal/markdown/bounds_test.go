@@ -1,0 +1,91 @@
+package markdown
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// TestNestingRefused: containers nested beyond MaxBlockDepth are refused
+// with a document error naming the line of the first one too deep, and
+// the parse of the 64 KB documents of the finding (unclosed notices,
+// toggles, quotes, lists) allocates little: it used to take gigabytes.
+func TestNestingRefused(t *testing.T) {
+	lists := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(strings.Repeat("  ", i) + "- a\n")
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name string
+		src  string
+		line int
+	}{
+		{"notices", strings.Repeat(":::info\n", 8000), MaxBlockDepth + 1},
+		{"toggles", strings.Repeat("+++ a\n", 10000), MaxBlockDepth + 1},
+		{"quotes", strings.Repeat(">", 64000), 1},
+		{"quote lines", strings.Repeat("> ", 13) + "a\n", 1},
+		{"lists", lists(200), MaxBlockDepth + 1},
+		{"notice in quotes", "> > > > > > > > > > > >\n> > > > > > > > > > > > :::info\n", 2},
+		{"after text", "text\n\n" + strings.Repeat(":::tip\n", 20) + "x\n", 2 + MaxBlockDepth + 1},
+	} {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		_, err := Parse([]byte(tc.src), Options{LineOffset: 0})
+		runtime.ReadMemStats(&m1)
+		var le *limits.Error
+		if !errors.As(err, &le) || le.Status != 422 || len(le.Problems) != 1 {
+			t.Errorf("Parse(%s) = %v, want one 422 problem", tc.name, err)
+			continue
+		}
+		p := le.Problems[0]
+		if p.Source != limits.SourceDocument || p.Code != limits.CodeInvalid || p.Line != tc.line || !strings.Contains(p.Message, "nested too deeply") {
+			t.Errorf("Parse(%s) = %+v, want document/invalid at line %d saying nested too deeply", tc.name, p, tc.line)
+		}
+		if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 16<<20 {
+			t.Errorf("Parse(%s) allocated %d MB, want under 16", tc.name, alloc>>20)
+		}
+	}
+}
+
+// TestNestingAllowed: MaxBlockDepth levels parse, whichever containers
+// make them.
+func TestNestingAllowed(t *testing.T) {
+	var b strings.Builder
+	for i := range MaxBlockDepth / 2 {
+		b.WriteString(strings.Repeat("  ", i) + "- a\n")
+	}
+	for _, src := range []string{
+		strings.Repeat(":::info\n", MaxBlockDepth) + "x\n",
+		strings.Repeat("> ", MaxBlockDepth) + "x\n",
+		b.String() + strings.Repeat("  ", MaxBlockDepth/2) + strings.Repeat("> ", MaxBlockDepth/2) + "x\n",
+	} {
+		if _, err := Parse([]byte(src), Options{}); err != nil {
+			t.Errorf("Parse(%.40q…) = %v, want no error", src, err)
+		}
+	}
+}
+
+// TestMathErrorsCapped: a megabyte of one disallowed formula repeated is
+// answered with MaxProblems entries and a summary, not 200,000 entries.
+func TestMathErrorsCapped(t *testing.T) {
+	src := strings.Repeat(`$\q$ `, (1<<20)/5)
+	_, err := Parse([]byte(src), Options{})
+	var le *limits.Error
+	if !errors.As(err, &le) {
+		t.Fatalf("Parse = %v, want a *limits.Error", err)
+	}
+	if len(le.Problems) != limits.MaxProblems+1 {
+		t.Fatalf("Parse: %d problems, want %d", len(le.Problems), limits.MaxProblems+1)
+	}
+	last := le.Problems[limits.MaxProblems]
+	if want := "and 209615 more problems"; last.Message != want || last.Code != limits.CodeMath {
+		t.Errorf("Parse: last problem %+v, want code math and %q", last, want)
+	}
+}
