@@ -2,6 +2,9 @@ package markdown
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/parser"
@@ -103,4 +106,206 @@ func (d *Document) tooDeepProblem(off int) limits.Problem {
 		Message: fmt.Sprintf("blocks are nested too deeply: at most %d levels of lists, quotes, notices and toggles inside each other",
 			MaxBlockDepth),
 	}
+}
+
+// MaxCodeLanguages is how many distinct languages a document's code blocks
+// are highlighted in; blocks in further languages print plain. Finding a
+// lexer for a name chroma does not know costs some 15 ms (it tries the
+// name against every lexer's file globs), so without a cap a document of
+// many ```x1, ```x2, … blocks ran for minutes.
+const MaxCodeLanguages = 16
+
+// writerBounds keeps the writer's work linear in the document.
+type writerBounds struct {
+	slugNext map[string]int          // slug -> the next suffix to try
+	plains   map[*ast.Heading]string // heading -> its plain text
+	langs    map[string]struct{}     // code languages highlighted so far
+}
+
+// freeSlug returns base, or base-1, base-2, … (GitHub's rule) for the
+// first one not in taken. It remembers where each base's search ended, so
+// n headings with one text cost n steps, not n²/2.
+func (b *writerBounds) freeSlug(base string, taken map[string]string) string {
+	if b.slugNext == nil {
+		b.slugNext = map[string]int{}
+	}
+	slug := base
+	i, seen := b.slugNext[base]
+	if seen {
+		slug = base + "-" + strconv.Itoa(i)
+	} else {
+		i = 0
+	}
+	for {
+		if _, ok := taken[slug]; !ok {
+			break
+		}
+		i++
+		slug = base + "-" + strconv.Itoa(i)
+	}
+	b.slugNext[base] = i + 1
+	return slug
+}
+
+// headPlain maps every heading of d to its plain text (computed by Parse).
+func (b *writerBounds) headPlain(d *Document) map[*ast.Heading]string {
+	if b.plains == nil {
+		b.plains = make(map[*ast.Heading]string, len(d.heads))
+		for _, h := range d.heads {
+			b.plains[h.node] = h.plain
+		}
+	}
+	return b.plains
+}
+
+// codeLang returns lang, or "" (plain) once MaxCodeLanguages other
+// languages were highlighted.
+func (b *writerBounds) codeLang(lang string) string {
+	key := strings.ToLower(strings.TrimSpace(lang))
+	if key == "" {
+		return lang
+	}
+	if b.langs == nil {
+		b.langs = map[string]struct{}{}
+	}
+	if _, ok := b.langs[key]; ok {
+		return lang
+	}
+	if len(b.langs) >= MaxCodeLanguages {
+		return ""
+	}
+	b.langs[key] = struct{}{}
+	return lang
+}
+
+// goldmark's ProcessDelimiters looks for a closer's opener by walking back
+// over every delimiter of the block, of any character, so a paragraph of
+// delimiters that never pair (`*a_ ` repeated, `a**b` followed by `c* `
+// repeated: the rule of three forbids every pair) costs n². The delimiter
+// parsers therefore look at the whole block first (once) and push only the
+// runs that could pair with some run of the same character: an opener
+// needs a compatible closer after it, a closer a compatible opener before
+// it; the others are text, as they would end up anyway. And a block keeps
+// at most maxBlockDelimiters runs as delimiters, the rest are text, which
+// bounds the walk for inputs that defeat the check.
+const maxBlockDelimiters = 500
+
+var delimPlanKey = parser.NewContextKey()
+
+// delimPlan says, for the block being parsed, which runs (by source offset)
+// may be pushed as delimiters.
+type delimPlan struct {
+	block  ast.Node
+	keep   map[int]bool
+	pushed int
+}
+
+// mayPush reports whether the delimiter run d at source offset pos of
+// parent's lines should be pushed.
+func mayPush(parent ast.Node, block text.Reader, pc parser.Context, pos int) bool {
+	plan, _ := pc.Get(delimPlanKey).(*delimPlan)
+	if plan == nil || plan.block != parent {
+		plan = planDelimiters(parent, block.Source())
+		pc.Set(delimPlanKey, plan)
+	}
+	if !plan.keep[pos] || plan.pushed >= maxBlockDelimiters {
+		return false
+	}
+	plan.pushed++
+	return true
+}
+
+// delimRun is a run of one delimiter character in a block.
+type delimRun struct {
+	pos               int
+	char              byte
+	len               int
+	canOpen, canClose bool
+}
+
+// planDelimiters scans the lines of block for runs of the dialect's
+// delimiter characters, with the flanking rules of parser.ScanDelimiter,
+// and marks those that could pair.
+func planDelimiters(block ast.Node, src []byte) *delimPlan {
+	plan := &delimPlan{block: block, keep: map[int]bool{}}
+	procs := map[byte]*delimParser{'*': starParser, '_': underParser, '=': highlightParser, '!': placeholderParser}
+	var runs []delimRun
+	lines := block.Lines()
+	for li := 0; li < lines.Len(); li++ {
+		seg := lines.At(li)
+		line := seg.Value(src)
+		for i := 0; i < len(line); {
+			c := line[i]
+			if c == '\\' {
+				i += 2 // an escaped character is no delimiter
+				continue
+			}
+			p, ok := procs[c]
+			if !ok {
+				i++
+				continue
+			}
+			before := '\n'
+			if seg.Start+i > 0 {
+				before, _ = utf8.DecodeLastRune(src[:seg.Start+i])
+			}
+			j := i
+			for j < len(line) && line[j] == c {
+				j++
+			}
+			if d := parser.ScanDelimiter(line[i:], before, 1, p.proc); d != nil {
+				runs = append(runs, delimRun{pos: seg.Start + i, char: c, len: d.OriginalLength, canOpen: d.CanOpen, canClose: d.CanClose})
+			}
+			i = j
+		}
+	}
+	// Classes of runs by character, length mod 3 and the other flank: a
+	// pair is possible unless the rule of three forbids it
+	// (parser.Delimiter.CalcComsumption).
+	type class struct {
+		char  byte
+		mod   int
+		other bool
+	}
+	compatible := func(opener, closer class) bool {
+		return !((opener.other || closer.other) && (opener.mod+closer.mod)%3 == 0 && closer.mod != 0)
+	}
+	closersAfter := map[class]int{}
+	for _, r := range runs {
+		if r.canClose {
+			closersAfter[class{r.char, r.len % 3, r.canOpen}]++
+		}
+	}
+	openersBefore := map[class]int{}
+	for _, r := range runs {
+		if r.canClose {
+			closersAfter[class{r.char, r.len % 3, r.canOpen}]--
+		}
+		keep := false
+		if r.canOpen {
+			op := class{r.char, r.len % 3, r.canClose}
+			for cl, n := range closersAfter {
+				if n > 0 && cl.char == r.char && compatible(op, cl) {
+					keep = true
+					break
+				}
+			}
+		}
+		if r.canClose && !keep {
+			cl := class{r.char, r.len % 3, r.canOpen}
+			for op, n := range openersBefore {
+				if n > 0 && op.char == r.char && compatible(op, cl) {
+					keep = true
+					break
+				}
+			}
+		}
+		if r.canOpen {
+			openersBefore[class{r.char, r.len % 3, r.canClose}]++
+		}
+		if keep {
+			plan.keep[r.pos] = true
+		}
+	}
+	return plan
 }

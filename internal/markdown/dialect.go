@@ -469,6 +469,9 @@ func (p *delimParser) Parse(parent ast.Node, block text.Reader, pc parser.Contex
 	}
 	node.Segment = segment.WithStop(segment.Start + node.OriginalLength)
 	block.Advance(node.OriginalLength)
+	if !mayPush(parent, block, pc, segment.Start) {
+		return ast.NewTextSegment(node.Segment) // cannot pair (bounds.go)
+	}
 	pc.PushDelimiter(node)
 	return node
 }

@@ -154,6 +154,8 @@ type writer struct {
 	laRoot, laNode ast.Node
 	laStop         bool
 	tocCopy        bool // writing a heading's copy for the table of contents
+
+	bounds writerBounds // what keeps the writer's work linear (bounds.go)
 }
 
 // boxed reports whether the current place cannot hold a page-breaking
@@ -386,14 +388,7 @@ func (r *writer) anchor(h heading) {
 			break
 		}
 	}
-	slug := sb.String()
-	base := slug
-	for i := 1; ; i++ {
-		if _, taken := r.anchors[slug]; !taken {
-			break
-		}
-		slug = base + "-" + strconv.Itoa(i)
-	}
+	slug := r.bounds.freeSlug(sb.String(), r.anchors)
 	dest := "op." + strconv.Itoa(len(r.anchors)+1)
 	r.anchors[slug] = dest
 	r.dests[h.node] = dest
@@ -401,10 +396,8 @@ func (r *writer) anchor(h heading) {
 
 // plainOf returns the plain text of a heading, computed by Parse.
 func (r *writer) plainOf(n *ast.Heading) string {
-	for _, h := range r.d.heads {
-		if h.node == n {
-			return h.plain
-		}
+	if plain, ok := r.bounds.headPlain(r.d)[n]; ok {
+		return plain
 	}
 	return cleanLine(r.d.plain(n))
 }
@@ -543,7 +536,7 @@ func (r *writer) code(lang, code string) {
 		r.codeLines(code, true)
 		return
 	}
-	r.raw(HighlightCode(cleanLine(lang), cutLongLines(code)))
+	r.raw(HighlightCode(r.bounds.codeLang(cleanLine(lang)), cutLongLines(code)))
 	r.nl()
 }
 
