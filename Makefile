@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
 BIN := bin/outprint
 
-.PHONY: setup build run test bench fuzz
+.PHONY: setup build run test bench fuzz fuzz-pathological
 
 setup:
 	@bash scripts/setup.sh
@@ -18,6 +18,8 @@ run: build
 test: setup
 	go vet ./...
 	go test -race -timeout 18m ./...
+	# The pathological Markdown families at two sizes (short: 48 KB).
+	go test -count=1 -run '^TestPathological$$' ./internal/markdown
 	# The full 10,000-job burst: the race detector slows SQLite ~30x, so
 	# the -race run above bursts 300 jobs and this one the whole 10,000.
 	go test -count=1 -run '^TestBurst$$' -timeout 5m ./internal/jobs
@@ -27,3 +29,8 @@ bench: build
 
 fuzz: setup
 	go test ./internal/markdown -run '^$$' -fuzz FuzzLaTeX -fuzztime 60s
+
+# Every pathological Markdown family (cmark's and issue 10's) at 256 and
+# 512 KB: doubling the input may at most about double the work.
+fuzz-pathological:
+	go test -count=1 -run '^TestPathological$$' -timeout 20m ./internal/markdown -args -pathological-size=262144

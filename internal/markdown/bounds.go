@@ -15,18 +15,20 @@ import (
 )
 
 // This file bounds the work of a parse. goldmark calls every open block's
-// Continue on every line and keeps a record per open block and line until
-// all blocks close, so time and memory grow with the product of nesting
-// depth and length: 8,000 unclosed `:::info` lines took gigabytes. A
-// document may nest containers (quotes, list items, notices, toggles) at
-// most MaxBlockDepth levels deep; deeper is refused with a `document`
+// Continue on every line, so a line costs as much as the nesting depth:
+// 8,000 unclosed `:::info` lines were quadratic in time (and, before the
+// patch described in third_party/goldmark/OUTPRINT.md, in memory: 2.3 GB).
+// A document may nest containers (quotes, list items, notices, toggles)
+// at most MaxBlockDepth levels deep; deeper is refused with a `document`
 // error naming the line, and the parse stops there.
 
 // MaxBlockDepth is how many containers (block quotes, list items, notices,
-// toggles) may nest inside each other. A list and its items count as one
-// level. The writer prints at most 8 list levels as such and flattens the
-// rest, so no real document comes close.
-const MaxBlockDepth = 12
+// toggles, footnote definitions) may nest inside each other. A list and
+// its items count as one level. The writer prints at most 8 list levels
+// as such and flattens the deeper ones, so no real document comes close;
+// a megabyte of lines inside 32 levels parses in about a second and a
+// half here.
+const MaxBlockDepth = 32
 
 // tooDeepKey holds the byte offset of the first container opened beyond
 // MaxBlockDepth.
@@ -103,7 +105,7 @@ func (d *Document) tooDeepProblem(off int) limits.Problem {
 		Source: limits.SourceDocument,
 		Code:   limits.CodeInvalid,
 		Line:   d.line(off),
-		Message: fmt.Sprintf("blocks are nested too deeply: at most %d levels of lists, quotes, notices and toggles inside each other",
+		Message: fmt.Sprintf("blocks are nested too deeply: at most %d levels of lists, quotes, notices, toggles and footnotes inside each other",
 			MaxBlockDepth),
 	}
 }
@@ -308,4 +310,135 @@ func planDelimiters(block ast.Node, src []byte) *delimPlan {
 		}
 	}
 	return plan
+}
+
+// maxLinkScan bounds how far goldmark's link parser looks for the end of
+// an inline link's destination or title: it scans to the end of the line
+// (destination) or block (title) from every `](`, so `[a](` repeated was
+// quadratic (a megabyte ran for minutes). A destination or title longer
+// than this is not a link; the writer would not print a URL of that
+// length anyway (maxURLBytes).
+const maxLinkScan = 8 << 10
+
+// linkGuard wraps goldmark's link parser: it parses with a reader that
+// shows it at most maxLinkScan bytes ahead.
+type linkGuard struct{ parser.InlineParser }
+
+func (g linkGuard) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	line, seg := block.PeekLine()
+	if len(line) > 0 && line[0] != ']' {
+		at := seg.Start
+		if line[0] == '!' {
+			at++
+		}
+		if !labelAllowed(parent, block, pc, at) {
+			if line[0] == '!' {
+				return nil
+			}
+			block.Advance(1)
+			return ast.NewTextSegment(seg.WithStop(seg.Start + 1))
+		}
+	}
+	return g.InlineParser.Parse(parent, windowReader{block}, pc)
+}
+
+// maxLabelDepth bounds how many `[` may be open around a link label: for
+// every `]`, goldmark walks everything after the label's `[` looking for
+// a link inside, so 50,000 nested brackets cost n². A `[` inside more than
+// maxLabelDepth open ones is text.
+const maxLabelDepth = 32
+
+var labelPlanKey = parser.NewContextKey()
+
+// labelPlan lists, for the block being parsed, the offsets of the `[` that
+// are nested too deeply to open a label.
+type labelPlan struct {
+	block   ast.Node
+	tooDeep map[int]bool
+}
+
+func labelAllowed(parent ast.Node, block text.Reader, pc parser.Context, at int) bool {
+	plan, _ := pc.Get(labelPlanKey).(*labelPlan)
+	if plan == nil || plan.block != parent {
+		plan = &labelPlan{block: parent, tooDeep: map[int]bool{}}
+		src := block.Source()
+		depth := 0
+		lines := parent.Lines()
+		for li := 0; li < lines.Len(); li++ {
+			seg := lines.At(li)
+			for i := seg.Start; i < seg.Stop; i++ {
+				switch src[i] {
+				case '\\':
+					i++
+				case '[':
+					if depth >= maxLabelDepth {
+						plan.tooDeep[i] = true
+					}
+					depth++
+				case ']':
+					depth = max(0, depth-1)
+				}
+			}
+		}
+		pc.Set(labelPlanKey, plan)
+	}
+	return !plan.tooDeep[at]
+}
+
+// CloseBlock forwards to goldmark's link parser, which cleans up its
+// unclosed labels there.
+func (g linkGuard) CloseBlock(parent ast.Node, block text.Reader, pc parser.Context) {
+	if cb, ok := g.InlineParser.(parser.CloseBlocker); ok {
+		cb.CloseBlock(parent, block, pc)
+	}
+}
+
+// guardInline wraps goldmark's link parser (the one triggered by `]`) in a
+// linkGuard and returns any other parser as it is.
+func guardInline(v util.PrioritizedValue) util.PrioritizedValue {
+	ip := v.Value.(parser.InlineParser)
+	for _, c := range ip.Trigger() {
+		if c == ']' {
+			return util.Prioritized(linkGuard{ip}, v.Priority)
+		}
+	}
+	return v
+}
+
+// windowReader is a text.Reader whose current line ends at most
+// maxLinkScan bytes ahead and whose FindClosure gives up when the closer
+// is not within maxLinkScan bytes.
+type windowReader struct{ text.Reader }
+
+func (r windowReader) PeekLine() ([]byte, text.Segment) {
+	line, seg := r.Reader.PeekLine()
+	if len(line) > maxLinkScan {
+		line = line[:maxLinkScan]
+		seg.Stop = seg.Start + maxLinkScan
+	}
+	return line, seg
+}
+
+func (r windowReader) FindClosure(opener, closer byte, opts text.FindClosureOptions) (*text.Segments, bool) {
+	_, pos := r.Reader.Position()
+	src := r.Reader.Source()
+	if pos.Start < 0 || pos.Start >= len(src) {
+		return nil, false
+	}
+	window := src[pos.Start:min(len(src), pos.Start+maxLinkScan)]
+	found := false
+	for i := 0; i < len(window); i++ {
+		if window[i] == '\\' {
+			i++
+			continue
+		}
+		if window[i] == closer {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	return r.Reader.FindClosure(opener, closer, opts)
 }

@@ -143,17 +143,20 @@ func fenceLine(line []byte, c byte, n int) bool {
 // collecting raw lines (fenced code, math): a fence line there belongs to
 // it, not to the container around it.
 func insideRawChild(node ast.Node, pc parser.Context) bool {
+	// Raw blocks are leaves and the open blocks a chain from the
+	// outermost in, so only the innermost can be one (checking just it
+	// keeps a line's work linear in the nesting depth, not quadratic).
 	blocks := pc.OpenedBlocks()
-	for i, b := range blocks {
-		if b.Node != node {
-			continue
-		}
-		for _, c := range blocks[i+1:] {
-			switch c.Node.(type) {
-			case *ast.FencedCodeBlock, *MathBlock, *ast.HTMLBlock, *ast.CodeBlock:
-				return true
-			}
-		}
+	if len(blocks) == 0 {
+		return false
+	}
+	last := blocks[len(blocks)-1].Node
+	if last == node {
+		return false
+	}
+	switch last.(type) {
+	case *ast.FencedCodeBlock, *MathBlock, *ast.HTMLBlock, *ast.CodeBlock:
+		return true
 	}
 	return false
 }

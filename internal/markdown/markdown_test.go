@@ -318,10 +318,11 @@ func TestWideTable(t *testing.T) {
 	}
 }
 
-// TestDeepNesting: nesting beyond LaTeX's depth is flattened.
+// TestDeepNesting: nesting beyond LaTeX's depth is flattened (up to
+// MaxBlockDepth levels; deeper is refused, see TestNestingRefused).
 func TestDeepNesting(t *testing.T) {
-	src := strings.Repeat("> ", 80) + "deep\n\n"
-	for i := 0; i < 60; i++ {
+	src := strings.Repeat("> ", MaxBlockDepth) + "deep\n\n"
+	for i := 0; i < MaxBlockDepth; i++ {
 		src += strings.Repeat("  ", i) + "- item\n"
 	}
 	out := body(t, src, Options{}, Meta{})
@@ -331,8 +332,8 @@ func TestDeepNesting(t *testing.T) {
 	if n := strings.Count(out.Body, `\begin{itemize}`); n != maxListDepth {
 		t.Errorf("%d list levels, want %d", n, maxListDepth)
 	}
-	if n := strings.Count(out.Body, `\opflatitem{`); n != 60-maxListDepth {
-		t.Errorf("%d flattened items, want %d", n, 60-maxListDepth)
+	if n := strings.Count(out.Body, `\opflatitem{`); n != MaxBlockDepth-maxListDepth {
+		t.Errorf("%d flattened items, want %d", n, MaxBlockDepth-maxListDepth)
 	}
 }
 

@@ -89,7 +89,7 @@ var newParser = sync.OnceValue(func() parser.Parser {
 		if bytes.Equal(v.Value.(parser.InlineParser).Trigger(), []byte{'*', '_'}) {
 			continue
 		}
-		inline = append(inline, v)
+		inline = append(inline, guardInline(v))
 	}
 	inline = append(inline,
 		util.Prioritized(mathInlineParser{}, 150),
@@ -98,21 +98,26 @@ var newParser = sync.OnceValue(func() parser.Parser {
 		util.Prioritized(underParser, 500),
 		util.Prioritized(highlightParser, 500),
 		util.Prioritized(emoji.NewParser(), 600),
+		util.Prioritized(extension.NewFootnoteParser(), 101),
 	)
 	blocks := append(parser.DefaultBlockParsers(),
 		util.Prioritized(toggleParser{}, 250),
 		util.Prioritized(noticeParser{}, 750),
 		util.Prioritized(mathBlockParser{}, 760),
+		// extension.Footnote's parsers, added here so that definitions
+		// nest under the same depth guard as the other containers.
+		util.Prioritized(extension.NewFootnoteBlockParser(), 999),
 	)
 	p := parser.NewParser(
 		parser.WithBlockParsers(guardDepth(blocks)...),
 		parser.WithInlineParsers(inline...),
 		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
+		parser.WithASTTransformers(util.Prioritized(extension.NewFootnoteASTTransformer(), 999)),
 	)
 	md := goldmark.New(
 		goldmark.WithParser(p),
 		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify,
-			extension.TaskList, extension.Footnote),
+			extension.TaskList),
 	)
 	return md.Parser()
 })
