@@ -54,6 +54,7 @@ type texWriter struct {
 	// space gets a break opportunity (\opbr) every everyBreak characters,
 	// so that no word, URL or code span runs off the page.
 	word       int
+	alnum      bool // the last character of the run was a letter or digit
 	firstBreak int
 	everyBreak int
 	para       int // bytes of text since the last block started
@@ -313,6 +314,7 @@ func (w *texWriter) esc(s string, m textMode) {
 			continue
 		}
 		prevSpace = false
+		w.wordBreak(m, c)
 		if c < 0x80 {
 			if e := asciiEsc[c]; e != "" {
 				w.b = append(w.b, e...)
@@ -339,22 +341,43 @@ func (w *texWriter) esc(s string, m textMode) {
 		}
 		w.word++
 		w.para++
-		if m != modePlain && w.firstBreak > 0 && w.word >= w.firstBreak && (w.word-w.firstBreak)%w.everyBreak == 0 && i < len(s) && s[i] != ' ' {
-			if w.word >= forceBreak && (w.word-w.firstBreak)%(w.everyBreak*128) == 0 {
-				// XeTeX's time to set a paragraph grows faster than the
-				// paragraph when it has no spaces (a 500 KB word took 12 s
-				// as one paragraph, 1 s cut into paragraphs of a few
-				// lines): \opbrk ends the paragraph and goes on without
-				// indentation or space.
-				w.parBreak()
-			} else {
-				w.raw(`\opbr{}`)
-			}
-		}
 		if w.col >= softLine+200 {
 			w.raw("%\n")
 		}
 	}
+}
+
+// wordBreak gives a long run of characters without a space a break
+// opportunity before its next character: after firstBreak characters and
+// then every everyBreak. It is decided before a character is written, not
+// after, so that a run split over many text pieces (`[a[a[a…`, where every
+// bracket is a node of its own) gets its breaks too: a 600-byte run of
+// them had none, ran off the page, and longer ones crashed XeTeX.
+func (w *texWriter) wordBreak(m textMode, next byte) {
+	after := w.alnum
+	w.alnum = next >= 0x80 || isASCIIAlnum(next)
+	if m == modePlain || w.firstBreak <= 0 || w.word < w.firstBreak || (w.word-w.firstBreak)%w.everyBreak != 0 {
+		return
+	}
+	if after && strings.IndexByte(",.;:!?)]}'\"", next) >= 0 {
+		// No line starts with the comma or bracket that closes a word
+		// (after a link, say); runs of punctuation still break.
+		return
+	}
+	if w.word >= forceBreak && (w.word-w.firstBreak)%(w.everyBreak*128) == 0 {
+		// XeTeX's time to set a paragraph grows faster than the
+		// paragraph when it has no spaces (a 500 KB word took 12 s
+		// as one paragraph, 1 s cut into paragraphs of a few
+		// lines): \opbrk ends the paragraph and goes on without
+		// indentation or space.
+		w.parBreak()
+		return
+	}
+	w.raw(`\opbr{}`)
+}
+
+func isASCIIAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // plainASCII reports whether a Text node's raw text is ASCII without
@@ -381,6 +404,7 @@ func (w *texWriter) escBytes(v []byte) {
 			w.esc(string(v[i:]), modeText)
 			return
 		}
+		w.alnum = isASCIIAlnum(c)
 		switch e := asciiEsc[c]; {
 		case e != "":
 			w.b = append(w.b, e...)

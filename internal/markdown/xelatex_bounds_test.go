@@ -1,0 +1,63 @@
+package markdown
+
+import (
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// typeset writes src with the default profile, compiles it with XeLaTeX
+// and returns the PDF's path.
+func typeset(t *testing.T, name, src string) string {
+	t.Helper()
+	d, err := Parse([]byte(src), Options{})
+	if err != nil {
+		t.Fatalf("Parse(%s) = %v", name, err)
+	}
+	out, err := d.LaTeX(Meta{}, nil)
+	if err != nil {
+		t.Fatalf("LaTeX(%s) = %v", name, err)
+	}
+	pdf, _ := compileTeX(t, t.TempDir(), name, Preamble(Profile{})+"\\begin{document}\n"+out.Body+"\\end{document}\n")
+	return pdf
+}
+
+var bboxWord = regexp.MustCompile(`<word xMin="([0-9.]+)" yMin="[0-9.]+" xMax="([0-9.]+)"`)
+
+// TestXeLaTeXBreakPoints: runs without a space, made of many pieces of
+// text (`[a` repeated: every bracket is a node of its own) or of
+// punctuation alone, break at the right margin. A 600-byte run of `[a`
+// ran off the page, 1 KB crashed XeTeX, 2 KB stopped it with "Missing
+// number".
+func TestXeLaTeXBreakPoints(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdftotext")
+	if testing.Short() {
+		t.Skip("compiles TeX: not under testing.Short")
+	}
+	src := strings.Repeat("[a", 300) + "\n\n" + strings.Repeat("[a", 1000) + "\n\n" +
+		strings.Repeat("!", 2000) + "\n\n" + strings.Repeat("-.", 1000) + "\n\n" + strings.Repeat("*[", 1000) + "\n"
+	pdf := typeset(t, "breaks", src)
+	out, err := exec.Command("pdftotext", "-bbox", pdf, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext -bbox: %v", err)
+	}
+	words := bboxWord.FindAllStringSubmatch(string(out), -1)
+	if len(words) < 20 {
+		t.Fatalf("pdftotext -bbox found %d words, want the runs broken into many lines", len(words))
+	}
+	for _, w := range words {
+		xMax, _ := strconv.ParseFloat(w[2], 64)
+		if xMax > 595.28-50 { // A4, inside the right margin
+			t.Errorf("a line ends at x=%.0f pt, past the right margin (page width 595 pt)", xMax)
+			break
+		}
+	}
+	text := pdftotext(t, pdf)
+	if n := strings.Count(text, "["); n != 300+1000+1000 {
+		t.Errorf("pdftotext shows %d brackets, want %d", n, 2300)
+	}
+}
