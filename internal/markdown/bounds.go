@@ -442,3 +442,22 @@ func (r windowReader) FindClosure(opener, closer byte, opts text.FindClosureOpti
 	}
 	return r.Reader.FindClosure(opener, closer, opts)
 }
+
+// containerStart is written right after the \item of a list item, quote
+// or toggle whose first block is first: a heading or a notice frame there
+// needs help to keep the item's label (\opheadfirst, \opframefirst in the
+// preamble); `1. :::info` and `## A` followed by `> ## B` failed with
+// "missing \item".
+func (r *writer) containerStart(first ast.Node) {
+	if r.footnote || r.cell {
+		return
+	}
+	switch first.(type) {
+	case *ast.Heading:
+		r.raw(`\opheadfirst` + "\n")
+	case *Notice:
+		if r.frameDepth < maxFrameDepth {
+			r.raw(`\opframefirst` + "\n")
+		}
+	}
+}

@@ -91,6 +91,15 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newenvironment{opquote}{\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.3em}\item\relax\color{black!75}}{\end{list}}
 \newcommand\optoggletitle[1]{\par\noindent{\sffamily\bfseries #1}\par\nobreak}
 \newenvironment{optoggle}[1]{\optoggletitle{#1}\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.2em}\item\relax}{\end{list}}
+% A heading or a notice frame that opens a list item, quote or toggle
+% (writer.containerStart): after another heading, \@startsection would
+% clear the \item's \everypar (so its label is never set: "missing
+% \item"); a frame sets its content in a box, where the label cannot go,
+% so the label gets a line of its own that the frame then moves up to.
+\makeatletter
+\newcommand\opheadfirst{\@nobreakfalse}
+\makeatother
+\newcommand\opframefirst{\leavevmode\par\vspace{-\baselineskip}}
 \newcommand\opflatitem[1]{\par\noindent\hangindent=1.5em\hangafter=1\makebox[1.5em][l]{#1}}
 % Notices: a coloured bar and background, a label; framed breaks across pages.
 \newcommand\opnoticelabel[2]{\par\noindent{\sffamily\bfseries\small\color{op#1fg}#2}\par\nobreak}

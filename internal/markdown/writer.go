@@ -696,6 +696,7 @@ func (r *writer) nested(env, arg string, n ast.Node) {
 	}
 	r.listDepth++
 	r.raw(`\begin{op` + env + `}` + arg + "\n")
+	r.containerStart(n.FirstChild())
 	r.blocks(n)
 	r.nl()
 	r.raw(`\end{op` + env + "}\n")
@@ -740,6 +741,9 @@ func (r *writer) toggle(n *Toggle) {
 		body = title.NextSibling()
 	}
 	r.raw("}\n")
+	if !flat {
+		r.containerStart(body)
+	}
 	for c := body; c != nil; c = c.NextSibling() {
 		r.block(c)
 	}
@@ -798,6 +802,7 @@ func (r *writer) list(n *ast.List) {
 			r.raw(`\item`)
 		}
 		r.raw("\n")
+		r.containerStart(it.FirstChild())
 		r.itemBody(it)
 	}
 	r.nl()

@@ -61,3 +61,24 @@ func TestXeLaTeXBreakPoints(t *testing.T) {
 		t.Errorf("pdftotext shows %d brackets, want %d", n, 2300)
 	}
 }
+
+// TestXeLaTeXItemStarts: a list item, quote or toggle that starts with a
+// notice, or with a heading right after another heading, typesets (both
+// stopped XeLaTeX with "missing \item") and shows its text.
+func TestXeLaTeXItemStarts(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdftotext")
+	if testing.Short() {
+		t.Skip("compiles TeX: not under testing.Short")
+	}
+	src := "1. :::info\n   noticeone\n   :::\n2. itemtwo\n\n" +
+		"## Alpha\n\n> ## Bravo\n>\n> quoted\n\n" +
+		"## Charlie\n\n- ## Delta\n\n  itemtext\n\n" +
+		"## Echo\n\n+++ Toggle\n## Foxtrot\n+++\n\n" +
+		"- :::warning\n  noticetwo\n  :::\n"
+	text := pdftotext(t, typeset(t, "itemstarts", src))
+	for _, w := range []string{"noticeone", "itemtwo", "Alpha", "Bravo", "quoted", "Charlie", "Delta", "itemtext", "Echo", "Toggle", "Foxtrot", "noticetwo"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("pdftotext lacks %q:\n%s", w, text)
+		}
+	}
+}
