@@ -461,3 +461,50 @@ func (r *writer) containerStart(first ast.Node) {
 		}
 	}
 }
+
+// MaxInlineDepth is how many inline constructs (emphasis, strong, links,
+// underline, …) may nest inside each other. TeX allows 255 open groups and
+// the writer opens one or two per level, so a document nested deeper
+// failed in TeX, reported as a lack of memory; it is refused here, naming
+// the real cause. No written text nests more than a few levels.
+const MaxInlineDepth = 50
+
+// inlineTooDeep returns the first inline node nested deeper than
+// MaxInlineDepth, or nil.
+func inlineTooDeep(root ast.Node) ast.Node {
+	var found ast.Node
+	depth := 0
+	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if n.Type() != ast.TypeInline || !n.HasChildren() {
+			return ast.WalkContinue, nil
+		}
+		if !entering {
+			depth--
+			return ast.WalkContinue, nil
+		}
+		depth++
+		if depth > MaxInlineDepth {
+			found = n
+			return ast.WalkStop, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	return found
+}
+
+// inlineTooDeepProblem reports n, found by inlineTooDeep.
+func (d *Document) inlineTooDeepProblem(n ast.Node) limits.Problem {
+	line := 0
+	for p := ast.Node(n); p != nil && line == 0; p = p.Parent() {
+		if p.Type() == ast.TypeBlock {
+			line = d.line(d.blockPos(p))
+		}
+	}
+	return limits.Problem{
+		Source: limits.SourceDocument,
+		Code:   limits.CodeInvalid,
+		Line:   line,
+		Message: fmt.Sprintf("formatting is nested too deeply: at most %d levels of emphasis, links and other inline markup inside each other",
+			MaxInlineDepth),
+	}
+}

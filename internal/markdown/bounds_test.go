@@ -108,3 +108,33 @@ func TestMathErrorsCapped(t *testing.T) {
 		t.Errorf("Parse: last problem %+v, want code math and %q", last, want)
 	}
 }
+
+// TestInlineNestingRefused: emphasis nested hundreds of levels deep is
+// refused as a document problem that says so (it used to reach TeX, which
+// ran out of groups and was reported as a lack of memory or processes);
+// MaxInlineDepth levels are fine.
+func TestInlineNestingRefused(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		line int
+	}{
+		{"text\n\n" + strings.Repeat("*a ", 200) + strings.Repeat("a* ", 200), 3},
+		{strings.Repeat("*", 2000) + "a" + strings.Repeat("*", 2000), 1},
+		{strings.Repeat("*a **a ", 40) + "b" + strings.Repeat(" a** a*", 40), 1},
+	} {
+		_, err := Parse([]byte(tc.src), Options{})
+		var le *limits.Error
+		if !errors.As(err, &le) || len(le.Problems) != 1 {
+			t.Errorf("Parse(%.30q…) = %v, want one problem", tc.src, err)
+			continue
+		}
+		p := le.Problems[0]
+		if p.Code != limits.CodeInvalid || p.Source != limits.SourceDocument || p.Line != tc.line || !strings.Contains(p.Message, "nested too deeply") {
+			t.Errorf("Parse(%.30q…) = %+v, want document/invalid at line %d saying nested too deeply", tc.src, p, tc.line)
+		}
+	}
+	ok := strings.Repeat("*a ", MaxInlineDepth) + strings.Repeat("a* ", MaxInlineDepth)
+	if _, err := Parse([]byte(ok), Options{}); err != nil {
+		t.Errorf("Parse(%d levels of emphasis) = %v, want no error", MaxInlineDepth, err)
+	}
+}

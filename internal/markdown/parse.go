@@ -140,6 +140,9 @@ func Parse(src []byte, opts Options) (*Document, error) {
 	if off, ok := pc.Get(tooDeepKey).(int); ok {
 		return nil, limits.Invalid(d.tooDeepProblem(off))
 	}
+	if n := inlineTooDeep(d.root); n != nil {
+		return nil, limits.Invalid(d.inlineTooDeepProblem(n))
+	}
 
 	var problems []limits.Problem
 	uncounted := 0 // problems beyond limits.MaxProblems, counted only

@@ -113,20 +113,27 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// cost returns the least CPU time of a few conversions of src and the
-// bytes one allocates.
-func cost(src string, runs int) (time.Duration, uint64) {
+// cost returns the least CPU time a conversion of src takes, over a few
+// rounds, and the bytes one allocates. A round repeats the conversion
+// until it has used at least 40 ms, since the kernel accounts CPU time in
+// ticks of a few milliseconds.
+func cost(src string, rounds int) (time.Duration, uint64) {
 	best := time.Duration(1 << 62)
 	var alloc uint64
-	for range runs {
+	for range rounds {
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
-		start := cpuTime()
 		convert(src)
-		best = min(best, cpuTime()-start)
 		runtime.ReadMemStats(&m1)
 		alloc = m1.TotalAlloc - m0.TotalAlloc
+		start := cpuTime()
+		n := 0
+		for n == 0 || cpuTime()-start < 40*time.Millisecond {
+			convert(src)
+			n++
+		}
+		best = min(best, (cpuTime()-start)/time.Duration(n))
 	}
 	return best, alloc
 }
@@ -153,8 +160,7 @@ func TestPathological(t *testing.T) {
 			convert(small) // warm caches (lexers, allocator) before timing
 			t1, a1 := cost(small, 3)
 			t2, a2 := cost(large, 3)
-			// Times under a millisecond are noise: compare against that.
-			tr := float64(max(t2, time.Millisecond)) / float64(max(t1, time.Millisecond))
+			tr := float64(t2) / float64(max(t1, time.Microsecond))
 			ar := float64(a2) / float64(max(a1, 1<<16))
 			t.Logf("%d → %d bytes: %v → %v (×%.2f), %d → %d KB allocated (×%.2f)",
 				len(small), len(large), t1, t2, tr, a1>>10, a2>>10, ar)
@@ -162,7 +168,7 @@ func TestPathological(t *testing.T) {
 				// One more try: a neighbour's burst can land on one side.
 				t1, _ = cost(small, 5)
 				t2, _ = cost(large, 5)
-				tr = float64(max(t2, time.Millisecond)) / float64(max(t1, time.Millisecond))
+				tr = float64(t2) / float64(max(t1, time.Microsecond))
 			}
 			if tr > maxGrowth {
 				t.Errorf("%s: doubling the input (%d → %d bytes) took %v → %v, ×%.2f, want at most ×%.1f",

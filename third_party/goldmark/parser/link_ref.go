@@ -38,15 +38,22 @@ func (p *linkReferenceParagraphTransformer) Transform(node *ast.Paragraph, reade
 		break
 	}
 
-	offset := 0
-	for _, remove := range removes {
-		if lines.Len() == 0 {
-			break
+	// outprint: keep the lines outside the (sorted, disjoint) removed
+	// ranges in one pass. Upstream copied the rest of the paragraph once
+	// per definition: n definitions in a row cost n².
+	if len(removes) > 0 {
+		kept := text.NewSegments()
+		r := 0
+		for i := 0; i < lines.Len(); i++ {
+			for r < len(removes) && i >= removes[r][1] {
+				r++
+			}
+			if r < len(removes) && i >= removes[r][0] {
+				continue
+			}
+			kept.Append(lines.At(i))
 		}
-		s := lines.Sliced(remove[1]-offset, lines.Len())
-		lines.SetSliced(0, remove[0]-offset)
-		lines.AppendAll(s)
-		offset = remove[1]
+		lines = kept
 	}
 
 	if lines.Len() == 0 {

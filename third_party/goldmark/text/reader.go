@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"regexp"
+	"sort"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark/util"
@@ -359,13 +360,12 @@ func (r *blockReader) Source() []byte {
 }
 
 func (r *blockReader) Value(seg Segment) []byte {
-	line := r.segmentsLength - 1
 	ret := make([]byte, 0, seg.Stop-seg.Start+1)
-	for ; line >= 0; line-- {
-		if seg.Start >= r.segments.At(line).Start {
-			break
-		}
-	}
+	// outprint: the last line starting at or before seg, by binary search
+	// (the lines are in order). Upstream walked back from the block's last
+	// line, so reading each of n link reference definitions of one
+	// paragraph cost n².
+	line := sort.Search(r.segmentsLength, func(i int) bool { return r.segments.At(i).Start > seg.Start }) - 1
 	i := seg.Start
 	for ; line < r.segmentsLength; line++ {
 		s := r.segments.At(line)
