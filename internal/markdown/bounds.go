@@ -445,7 +445,7 @@ func (r windowReader) FindClosure(opener, closer byte, opts text.FindClosureOpti
 
 // containerStart is written right after the \item of a list item, quote
 // or toggle whose first block is first: a heading or a notice frame there
-// needs help to keep the item's label (\opheadfirst, \opframefirst in the
+// needs help to keep the item's label (\opheadbreak, \opframefirst in the
 // preamble); `1. :::info` and `## A` followed by `> ## B` failed with
 // "missing \item".
 func (r *writer) containerStart(first ast.Node) {
@@ -454,7 +454,7 @@ func (r *writer) containerStart(first ast.Node) {
 	}
 	switch first.(type) {
 	case *ast.Heading:
-		r.raw(`\opheadfirst` + "\n")
+		r.raw(`\opheadbreak` + "\n")
 	case *Notice:
 		if r.frameDepth < maxFrameDepth {
 			r.raw(`\opframefirst` + "\n")
@@ -506,5 +506,15 @@ func (d *Document) inlineTooDeepProblem(n ast.Node) limits.Problem {
 		Line:   line,
 		Message: fmt.Sprintf("formatting is nested too deeply: at most %d levels of emphasis, links and other inline markup inside each other",
 			MaxInlineDepth),
+	}
+}
+
+// headingAfterHeading writes \opheadbreak before a heading whose block
+// follows another heading: LaTeX keeps a heading with what follows it, so
+// a run of headings was one unbreakable block, and a run taller than a
+// page overflowed it (40 empty `##` lost everything after the 26th).
+func (r *writer) headingAfterHeading(h *ast.Heading) {
+	if _, ok := h.PreviousSibling().(*ast.Heading); ok {
+		r.raw(`\opheadbreak` + "\n")
 	}
 }

@@ -82,3 +82,45 @@ func TestXeLaTeXItemStarts(t *testing.T) {
 		}
 	}
 }
+
+// TestXeLaTeXHeadingRuns: a run of headings taller than a page breaks
+// across pages: 40 empty `##` headings lost everything after about the
+// 26th below the first page's bottom edge (footers said "Page 2 of 1").
+// Every word reaches the PDF and every footer's total is the page count.
+func TestXeLaTeXHeadingRuns(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdftotext", "pdfinfo")
+	if testing.Short() {
+		t.Skip("compiles TeX: not under testing.Short")
+	}
+	src := "intro\n\n" + strings.Repeat("##\n\n", 40) + "middleword\n\n" + strings.Repeat("### h\n", 150) + "lastword\n"
+	pdf := typeset(t, "headingruns", src)
+	info, err := exec.Command("pdfinfo", pdf).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := regexp.MustCompile(`Pages:\s+(\d+)`).FindStringSubmatch(string(info))
+	if pages == nil {
+		t.Fatalf("pdfinfo: no page count:\n%s", info)
+	}
+	text := pdftotext(t, pdf)
+	for _, w := range []string{"intro", "middleword", "lastword"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("pdftotext lacks %q", w)
+		}
+	}
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if w == "h" {
+			n++
+		}
+	}
+	if n != 150 {
+		t.Errorf("pdftotext shows %d headings h, want 150", n)
+	}
+	for _, m := range regexp.MustCompile(`Page (\d+) of (\d+)`).FindAllStringSubmatch(text, -1) {
+		if m[2] != pages[1] {
+			t.Errorf("footer %q, want the total %s (pdfinfo)", m[0], pages[1])
+			break
+		}
+	}
+}

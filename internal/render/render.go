@@ -326,6 +326,8 @@ func (p *Pipeline) texError(err error, out *markdown.Output) error {
 		return limits.TooManyPages(p.limits.MaxPages)
 	case errors.Is(err, tex.ErrTimeout):
 		return limits.Timeout(p.limits.Timeout)
+	case errors.Is(err, tex.ErrResource) && texNesting(err):
+		return limits.Resource("the document nests deeper than the typesetter allows (TeX's " + texNestingKind(err) + ")")
 	case errors.Is(err, tex.ErrResource):
 		return limits.Resource("memory, processes or scratch space")
 	case errors.Is(err, tex.ErrPDFTooLarge):
@@ -350,4 +352,23 @@ func (p *Pipeline) Do(ctx context.Context, req Request, progress func(Progress))
 		return nil, err
 	}
 	return p.Render(ctx, pr, progress)
+}
+
+// texNestingCapacities are the parts of TeX's capacity that run out when a
+// document nests too deeply (groups, macros inside macros, lists inside
+// lists) rather than when it is too large. Parse refuses the nesting it
+// can see (markdown.MaxBlockDepth, MaxInlineDepth); this names the cause
+// of what slips through instead of blaming memory or processes.
+var texNestingCapacities = []string{"grouping levels", "input stack size", "semantic nest size", "parameter stack size", "save size"}
+
+func texNesting(err error) bool { return texNestingKind(err) != "" }
+
+func texNestingKind(err error) string {
+	msg := err.Error()
+	for _, c := range texNestingCapacities {
+		if strings.Contains(msg, c) {
+			return c
+		}
+	}
+	return ""
 }

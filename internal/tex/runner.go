@@ -241,8 +241,20 @@ func classify(cause error, state *os.ProcessState, li logInfo, output, dir strin
 	if !state.Success() {
 		return fmt.Errorf("xelatex failed (%v): %s", state, lastLines(output, 5))
 	}
+	if li.overflow > maxOverflow {
+		// A PDF that lacks part of the document is never delivered.
+		return &CompileError{Message: fmt.Sprintf(
+			"page %d cannot hold its content: %.0f pt of it would be cut off at the bottom (a block taller than a page that cannot be split)",
+			li.overflowPage, li.overflow)}
+	}
 	return nil
 }
+
+// maxOverflow is how far (pt) a page's content may run past the text
+// area before the render fails: about a line, which would already print
+// over the footer. TeX sets what does not fit below the page's bottom
+// edge, where nobody sees it.
+const maxOverflow = 10.0
 
 // resourceTrouble reports whether TeX's or xdvipdfmx's output shows an
 // rlimit being hit: memory (RLIMIT_AS makes malloc fail) or processes

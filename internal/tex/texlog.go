@@ -32,6 +32,12 @@ type logInfo struct {
 	pageLabels bool
 	// tocs are the extensions of the table-of-contents files read.
 	tocs []string
+	// overflow is the largest "Overfull \vbox (N pt too high) has occurred
+	// while \output is active": a page's content taller than the page by
+	// N pt, which is set below its bottom edge and lost; overflowPage is
+	// the page it happened on (the harness's last page + 1).
+	overflow     float64
+	overflowPage int
 }
 
 const maxMissing = 50
@@ -41,6 +47,7 @@ var (
 	fileLineRE = regexp.MustCompile(`^((?:\.{0,2}/)?[^\s:]*[^\s:/]):(\d+): (.*)$`)
 	outputRE   = regexp.MustCompile(`^Output written on .*\((\d+) pages?`)
 	missingRE  = regexp.MustCompile(`^Missing character: There is no (.+?) in font (.*?)!?$`)
+	overflowRE = regexp.MustCompile(`^Overfull \\vbox \(([0-9.]+)pt too high\) has occurred while \\output is active`)
 	// A warning starts a block: "LaTeX Warning: ...", "Package x Warning:
 	// ...", "Class x Warning: ...", "LaTeX Font Warning: ...".
 	warningRE = regexp.MustCompile(`^(?:LaTeX|Package|Class)(?: (\S+))?(?: \S+)? Warning: `)
@@ -112,6 +119,13 @@ func parseLog(r io.Reader, nonce string) logInfo {
 					seenMissing[entry] = true
 					li.missing = append(li.missing, entry)
 				}
+			}
+			continue
+		}
+
+		if om := overflowRE.FindStringSubmatch(line); om != nil {
+			if pt, err := strconv.ParseFloat(om[1], 64); err == nil && pt > li.overflow {
+				li.overflow, li.overflowPage = pt, li.lastPage+1
 			}
 			continue
 		}

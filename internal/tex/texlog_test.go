@@ -74,6 +74,14 @@ func TestParseLog(t *testing.T) {
 			want: logInfo{pages: -1},
 		},
 		{
+			name: "content overflowing the page",
+			log: "OUTPRINT-abc123 page 1\nOUTPRINT-abc123 page 2\n" +
+				"Overfull \\vbox (2.5pt too high) has occurred while \\output is active []\n" +
+				"Overfull \\vbox (497.0549pt too high) has occurred while \\output is active []\n" +
+				"Overfull \\vbox (3pt too high) detected at line 12\n",
+			want: logInfo{pages: -1, lastPage: 2, overflow: 497.0549, overflowPage: 3},
+		},
+		{
 			name: "toc and missing glyphs",
 			log: "OUTPRINT-abc123 toc toc\nOUTPRINT-abc123 toc lof\nOUTPRINT-abc123 toc toc\n" +
 				"Missing character: There is no ☃ (U+2603) in font Noto Serif Regular/OT:script=latn;language=dflt;mapping=tex-text;!\n" +
