@@ -38,7 +38,7 @@ func TestXeLaTeXBreakPoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles TeX: not under testing.Short")
 	}
-	src := strings.Repeat("[a", 300) + "\n\n" + strings.Repeat("[a", 1000) + "\n\n" +
+	src := strings.Repeat("[a", 300) + "\n\n" + strings.Repeat("[a", 500) + "\n\n" + strings.Repeat("[a", 1000) + "\n\n" +
 		strings.Repeat("!", 2000) + "\n\n" + strings.Repeat("-.", 1000) + "\n\n" + strings.Repeat("*[", 1000) + "\n"
 	pdf := typeset(t, "breaks", src)
 	out, err := exec.Command("pdftotext", "-bbox", pdf, "-").Output()
@@ -57,8 +57,8 @@ func TestXeLaTeXBreakPoints(t *testing.T) {
 		}
 	}
 	text := pdftotext(t, pdf)
-	if n := strings.Count(text, "["); n != 300+1000+1000 {
-		t.Errorf("pdftotext shows %d brackets, want %d", n, 2300)
+	if n := strings.Count(text, "["); n != 300+500+1000+1000 {
+		t.Errorf("pdftotext shows %d brackets, want %d", n, 2800)
 	}
 }
 
