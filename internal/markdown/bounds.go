@@ -445,7 +445,7 @@ func (r windowReader) FindClosure(opener, closer byte, opts text.FindClosureOpti
 
 // containerStart is written right after the \item of a list item, quote
 // or toggle whose first block is first: a heading or a notice frame there
-// needs help to keep the item's label (\opheadbreak, \opframefirst in the
+// needs help to keep the item's label (\opitemhead, \opframefirst in the
 // preamble); `1. :::info` and `## A` followed by `> ## B` failed with
 // "missing \item".
 func (r *writer) containerStart(first ast.Node) {
@@ -454,7 +454,7 @@ func (r *writer) containerStart(first ast.Node) {
 	}
 	switch first.(type) {
 	case *ast.Heading:
-		r.raw(`\opheadbreak` + "\n")
+		r.raw(`\opitemhead` + "\n")
 	case *Notice:
 		if r.frameDepth < maxFrameDepth {
 			r.raw(`\opframefirst` + "\n")
@@ -512,9 +512,10 @@ func (d *Document) inlineTooDeepProblem(n ast.Node) limits.Problem {
 // headingAfterHeading writes \opheadbreak before a heading whose block
 // follows another heading: LaTeX keeps a heading with what follows it, so
 // a run of headings was one unbreakable block, and a run taller than a
-// page overflowed it (40 empty `##` lost everything after the 26th).
+// page overflowed it (40 empty `##` lost everything after the 26th). The
+// break it allows is a discouraged one: short runs stay together.
 func (r *writer) headingAfterHeading(h *ast.Heading) {
-	if _, ok := h.PreviousSibling().(*ast.Heading); ok {
+	if prev, ok := h.PreviousSibling().(*ast.Heading); ok && ast.Node(prev) != r.skip {
 		r.raw(`\opheadbreak` + "\n")
 	}
 }

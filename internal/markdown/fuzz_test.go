@@ -22,7 +22,7 @@ var vocabulary = func() map[string]bool {
 		textbackslash textasciicircum textasciitilde textquotedbl textless textgreater
 		textbar textasciigrave textbullet
 		opbr opbrk opnl optt opurl opul opst ophl opfnmark opanchor opminorheading
-		opcodelines opnewpage oprule opmissing opimg opcaption opflatitem opnoticelabel opheadbreak opframefirst
+		opcodelines opnewpage oprule opmissing opimg opcaption opflatitem opnoticelabel opheadbreak opitemhead opframefirst
 		optoggletitle opthead opcelll opcellr opcellc optitle opsubtitle opbyline opcontentsline numberline opmark
 		emph textbf href hyperlink footnote footnotetext item begin end
 		section subsection subsubsection paragraph subparagraph texorpdfstring

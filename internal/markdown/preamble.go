@@ -91,18 +91,19 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newenvironment{opquote}{\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.3em}\item\relax\color{black!75}}{\end{list}}
 \newcommand\optoggletitle[1]{\par\noindent{\sffamily\bfseries #1}\par\nobreak}
 \newenvironment{optoggle}[1]{\optoggletitle{#1}\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.2em}\item\relax}{\end{list}}
-% \opheadbreak goes before a heading that follows another heading
-% (writer.headingAfterHeading, containerStart): it lets a page break
-% between them (a run of headings that may not break overflowed the page,
-% and what did not fit was lost below its bottom edge), and a heading that
-% opens a list item or quote keeps the \item's label (\@startsection
-% would clear its \everypar: "missing \item"). A notice frame that opens
-% an item sets its content in a box, where the label cannot go, so the
-% label gets a line of its own that the frame then moves up to
-% (\opframefirst).
+% \opheadbreak goes between two headings (writer.headingAfterHeading): a
+% discouraged but legal page break, since LaTeX keeps a heading with what
+% follows and a run of headings taller than a page overflowed it (what did
+% not fit was lost below its bottom edge). \opitemhead goes before a
+% heading that opens a list item or quote (writer.containerStart): after
+% another heading, \@startsection would clear the \item's \everypar, so
+% its label was never set ("missing \item"). A notice frame that opens an
+% item sets its content in a box, where the label cannot go, so the label
+% gets a line of its own that the frame then moves up to (\opframefirst).
 \makeatletter
-\newcommand\opheadbreak{\@nobreakfalse}
+\newcommand\opitemhead{\@nobreakfalse}
 \makeatother
+\newcommand\opheadbreak{\penalty5000\relax}
 \newcommand\opframefirst{\leavevmode\par\vspace{-\baselineskip}}
 \newcommand\opflatitem[1]{\par\noindent\hangindent=1.5em\hangafter=1\makebox[1.5em][l]{#1}}
 % Notices: a coloured bar and background, a label; framed breaks across pages.
