@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -339,7 +340,177 @@ func (g linkGuard) Parse(parent ast.Node, block text.Reader, pc parser.Context) 
 			return ast.NewTextSegment(seg.WithStop(seg.Start + 1))
 		}
 	}
-	return g.InlineParser.Parse(parent, windowReader{block}, pc)
+	var r text.Reader = block
+	if len(line) > 1 && line[0] == ']' && line[1] == '(' && !linkMayClose(parent, block, pc, seg.Start+2) {
+		// The inline link cannot close: goldmark goes on as if no `(`
+		// followed (a reference or plain text) without scanning for it.
+		r = hidePeek{Reader: block, at: seg.Start + 1}
+	}
+	return g.InlineParser.Parse(parent, windowReader{r}, pc)
+}
+
+// hidePeek is a text.Reader whose Peek shows no character at offset at.
+type hidePeek struct {
+	text.Reader
+	at int
+}
+
+func (r hidePeek) Peek() byte {
+	if _, pos := r.Reader.Position(); pos.Start == r.at {
+		return 0
+	}
+	return r.Reader.Peek()
+}
+
+var linkScanKey = parser.NewContextKey()
+
+// linkScan holds, for the block being parsed, per-line tables that answer
+// in constant time where goldmark's scan of an inline link destination
+// from an offset would end (parser.parseLinkDestination).
+type linkScan struct {
+	block ast.Node
+	lines map[int]*lineScan // by index in block.Lines()
+}
+
+// lineScan are the tables of one line: for each offset i of the line, the
+// offsets where goldmark's scans from i stop.
+type lineScan struct {
+	seg       text.Segment
+	nextSpace []int32 // first white space (util.IsSpace) at or after i
+	nextDrop  []int32 // first unescaped `)` closing more than opens after i
+	nextGT    []int32 // first unescaped `>` at or after i
+	nextSolid []int32 // first character at or after i that is no blank (the newline is not blank)
+}
+
+func scanLine(src []byte, seg text.Segment) *lineScan {
+	line := src[seg.Start:seg.Stop]
+	n := len(line)
+	ls := &lineScan{seg: seg, nextSpace: make([]int32, n+1), nextDrop: make([]int32, n+1),
+		nextGT: make([]int32, n+1), nextSolid: make([]int32, n+1)}
+	// Depth before each offset, counting unescaped parentheses, and which
+	// characters are escaped (a backslash before punctuation).
+	depth := make([]int32, n+1)
+	escaped := make([]bool, n)
+	d := int32(0)
+	for i := 0; i < n; i++ {
+		depth[i] = d
+		c := line[i]
+		if c == '\\' && i+1 < n && util.IsPunct(line[i+1]) {
+			escaped[i+1] = true
+			depth[i+1] = d
+			i++
+			continue
+		}
+		switch c {
+		case '(':
+			d++
+		case ')':
+			d--
+		}
+	}
+	depth[n] = d
+	// From the right: the nearest `)` that brings each depth one lower.
+	drop := make([]int32, 2*n+3)
+	for i := range drop {
+		drop[i] = int32(n)
+	}
+	ls.nextSpace[n], ls.nextDrop[n], ls.nextGT[n], ls.nextSolid[n] = int32(n), int32(n), int32(n), int32(n)
+	for i := n - 1; i >= 0; i-- {
+		c := line[i]
+		ls.nextSpace[i], ls.nextGT[i], ls.nextSolid[i] = ls.nextSpace[i+1], ls.nextGT[i+1], ls.nextSolid[i+1]
+		if util.IsSpace(c) {
+			ls.nextSpace[i] = int32(i)
+		}
+		if c == '>' && !escaped[i] {
+			ls.nextGT[i] = int32(i)
+		}
+		if !util.IsSpace(c) || c == '\n' {
+			ls.nextSolid[i] = int32(i)
+		}
+		if c == ')' && !escaped[i] {
+			drop[depth[i]+int32(n)+1] = int32(i)
+		}
+		ls.nextDrop[i] = drop[depth[i]+int32(n)+1]
+	}
+	return ls
+}
+
+// linkMayClose reports whether goldmark's inline link after `](` (p is
+// the offset after the parenthesis) could succeed; false only when it
+// surely fails: the destination is followed, after white space, by
+// something other than `)` or a title. Without this, every `](` of
+// `[a](` repeated scanned to the end of the line.
+func linkMayClose(parent ast.Node, block text.Reader, pc parser.Context, p int) bool {
+	ls, next := lineAt(parent, block, pc, p)
+	if ls == nil {
+		return true
+	}
+	src := block.Source()
+	at := func(i int) int { return ls.seg.Start + i }
+	n := len(ls.nextSpace) - 1
+	q := int(ls.nextSolid[p-ls.seg.Start])
+	if q >= n || src[at(q)] == '\n' {
+		return true // the destination is on the next line: one scan per line
+	}
+	var after int
+	switch src[at(q)] {
+	case ')':
+		return true
+	case '<':
+		g := int(ls.nextGT[q+1])
+		if g >= n || g-q > maxLinkScan {
+			return false
+		}
+		after = g + 1
+	default:
+		e := int(min(ls.nextSpace[q], ls.nextDrop[q]))
+		if e-q > maxLinkScan {
+			return false
+		}
+		if e < n && src[at(e)] == ')' {
+			return true
+		}
+		after = e
+	}
+	var c byte
+	if r := int(ls.nextSolid[min(after, n)]); r < n && src[at(r)] != '\n' {
+		c = src[at(r)]
+	} else if next == nil {
+		return false // the block ends: nothing can close the link
+	} else if r := int(next.nextSolid[0]); r < len(next.nextSpace)-1 {
+		c = src[next.seg.Start+r]
+	} else {
+		return true
+	}
+	return c == ')' || c == '"' || c == '\'' || c == '('
+}
+
+// lineAt returns the tables of the line of parent holding offset p-1 and
+// of the line after it (nil when there is none).
+func lineAt(parent ast.Node, block text.Reader, pc parser.Context, p int) (*lineScan, *lineScan) {
+	plan, _ := pc.Get(linkScanKey).(*linkScan)
+	if plan == nil || plan.block != parent {
+		plan = &linkScan{block: parent, lines: map[int]*lineScan{}}
+		pc.Set(linkScanKey, plan)
+	}
+	lines := parent.Lines()
+	li := sort.Search(lines.Len(), func(i int) bool { return lines.At(i).Stop >= p }) // the line holding p-1
+	if li >= lines.Len() || lines.At(li).Start > p-1 || p > lines.At(li).Stop {
+		return nil, nil
+	}
+	get := func(i int) *lineScan {
+		if ls, ok := plan.lines[i]; ok {
+			return ls
+		}
+		ls := scanLine(block.Source(), lines.At(i))
+		plan.lines[i] = ls
+		return ls
+	}
+	var next *lineScan
+	if li+1 < lines.Len() {
+		next = get(li + 1)
+	}
+	return get(li), next
 }
 
 // maxLabelDepth bounds how many `[` may be open around a link label: for

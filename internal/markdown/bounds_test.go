@@ -2,9 +2,15 @@ package markdown
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
 
 	"github.com/outprint/outprint/internal/limits"
 )
@@ -136,5 +142,49 @@ func TestInlineNestingRefused(t *testing.T) {
 	ok := strings.Repeat("*a ", MaxInlineDepth) + strings.Repeat("a* ", MaxInlineDepth)
 	if _, err := Parse([]byte(ok), Options{}); err != nil {
 		t.Errorf("Parse(%d levels of emphasis) = %v, want no error", MaxInlineDepth, err)
+	}
+}
+
+// linksOf lists the inline links and images of a tree with their targets.
+func linksOf(root ast.Node, src []byte) []string {
+	var out []string
+	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			out = append(out, fmt.Sprintf("link %q %q", n.Destination, n.Title))
+		case *ast.Image:
+			out = append(out, fmt.Sprintf("image %q %q", n.Destination, n.Title))
+		}
+		return ast.WalkContinue, nil
+	})
+	return out
+}
+
+// TestLinkGuardAgreesWithGoldmark: the link guard (linkMayClose, the 8 KB
+// window) finds exactly the links goldmark's own link parser finds, on
+// random mixes of the characters that matter to inline links.
+func TestLinkGuardAgreesWithGoldmark(t *testing.T) {
+	plain := goldmark.New().Parser()
+	ours := newParser()
+	rng := rand.New(rand.NewPCG(10, 1))
+	pieces := []string{"[", "]", "(", ")", "<", ">", "\"", "'", " ", "\n", "a", "\\", "![", "](", "](<", "> ", "\t", "b c", "\n\n"}
+	n := 20000
+	if testing.Short() {
+		n = 3000
+	}
+	for i := 0; i < n; i++ {
+		var b strings.Builder
+		for range 1 + rng.IntN(14) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		src := []byte(b.String())
+		want := linksOf(plain.Parse(text.NewReader(src)), src)
+		got := linksOf(ours.Parse(text.NewReader(src)), src)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("links of %q = %v, goldmark finds %v", src, got, want)
+		}
 	}
 }
