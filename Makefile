@@ -33,4 +33,4 @@ fuzz: setup
 # Every pathological Markdown family (cmark's and issue 10's) at 256 and
 # 512 KB: doubling the input may at most about double the work.
 fuzz-pathological:
-	go test -count=1 -run '^TestPathological$$' -timeout 20m ./internal/markdown -args -pathological-size=262144
+	go test -count=1 -v -run '^TestPathological$$' -timeout 20m ./internal/markdown -args -pathological-size=262144
