@@ -188,3 +188,22 @@ func TestLinkGuardAgreesWithGoldmark(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsCapped: a document with hundreds of links that cannot be
+// followed gets MaxProblems warnings and a summary.
+func TestWarningsCapped(t *testing.T) {
+	d, err := Parse([]byte(strings.Repeat("[x](javascript:alert(1)) ", 300)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.LaTeX(Meta{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Warnings) != limits.MaxProblems+1 {
+		t.Fatalf("LaTeX: %d warnings, want %d", len(out.Warnings), limits.MaxProblems+1)
+	}
+	if last := out.Warnings[limits.MaxProblems].Message; last != "and 200 more problems" {
+		t.Errorf("LaTeX: last warning %q, want %q", last, "and 200 more problems")
+	}
+}
