@@ -2,6 +2,8 @@
 // This file only wires things together; the logic lives in internal/.
 //
 //	outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+//	outprint fields FORM.pdf [--json]
+//	outprint fill FORM.pdf VALUES.json [-o OUT.pdf] [--json]
 //	outprint serve [--config FILE]
 //	outprint migrate [--config FILE]
 //	outprint config check [FILE]
@@ -35,6 +37,9 @@ func main() {
 
 const usage = `usage:
   outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+  outprint fields FORM.pdf [--json]     list the fields of a PDF form
+  outprint fill FORM.pdf VALUES.json [-o OUT.pdf] [--json]
+                                        fill a PDF form and flatten it
   outprint serve [--config FILE]        HTTP service (default 127.0.0.1:8080)
   outprint migrate [--config FILE]      create or update the job database
   outprint config check [FILE]          print the effective configuration
@@ -50,6 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "render":
 		return renderCmd(ctx, args[1:], stdout, stderr)
+	case "fields":
+		return fieldsCmd(ctx, args[1:], stdout, stderr)
+	case "fill":
+		return fillCmd(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":

@@ -1,0 +1,315 @@
+// Package forms reads the fields of a PDF form and fills and flattens it:
+// the values drawn where the widgets were, in embedded fonts for every
+// script, and no interactive form left.
+//
+// How the work is split, and why:
+//
+//   - qpdf parses the uploaded PDF, in a sandboxed process of its own
+//     (qpdf.go): outprint never parses a hostile PDF in its own address
+//     space. qpdf's JSON lists the fields (fully qualified names, types,
+//     flags, values, widgets and pages) and every object's dictionary
+//     (without stream data, so a decompression bomb is never inflated).
+//   - The values are typeset by XeLaTeX (overlay.go) with the fonts and font
+//     fallback of the Markdown renderer: every script the renderer can set
+//     (Latin, CJK, Arabic, Hebrew, Devanagari, Thai, …) comes out right,
+//     from embedded fonts, whatever font the form names. The overlay has one
+//     page per form page that shows a value, the values at the widget
+//     rectangles.
+//   - qpdf writes the result (flatten.go): the changes as qpdf update JSON
+//     (widgets out of /Annots, /AcroForm out of the catalog, kept
+//     appearances drawn into the page content) and the overlay pages laid
+//     over their form pages. The page content itself is never rewritten.
+//
+// Measured on the 2-core development VM (bench/forms), a fill costs a few
+// milliseconds of qpdf and one warm TeX render of the overlay.
+package forms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/markdown"
+	"github.com/outprint/outprint/internal/tex"
+)
+
+// Typesetter runs one TeX job: a tex.Runner (cold, the command line) or a
+// tex.Pool (warm, the server).
+type Typesetter interface {
+	Run(ctx context.Context, job tex.Job) (*tex.Result, error)
+}
+
+// Config holds the bounds of a fill.
+type Config struct {
+	// Timeout bounds one fill, TeX included (default
+	// limits.DefaultRenderTimeout).
+	Timeout time.Duration
+	// MaxPages bounds the pages of a form (default limits.DefaultMaxPages).
+	MaxPages int
+	// MaxPDFBytes bounds the form and the filled PDF (default
+	// limits.MaxPDFBytes).
+	MaxPDFBytes int64
+}
+
+// WithDefaults returns the config with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = limits.DefaultRenderTimeout
+	}
+	if c.MaxPages <= 0 {
+		c.MaxPages = limits.DefaultMaxPages
+	}
+	if c.MaxPDFBytes <= 0 {
+		c.MaxPDFBytes = limits.MaxPDFBytes
+	}
+	return c
+}
+
+// Filler reads and fills forms. It is safe for concurrent use.
+type Filler struct {
+	cfg Config
+	tex Typesetter
+}
+
+// New returns a Filler that typesets with ts.
+func New(cfg Config, ts Typesetter) (*Filler, error) {
+	if ts == nil {
+		return nil, errors.New("forms: no typesetter")
+	}
+	return &Filler{cfg: cfg.WithDefaults(), tex: ts}, nil
+}
+
+// Phases reported to a fill's progress function.
+const (
+	PhaseReading     = "reading"
+	PhaseTypesetting = "typesetting"
+	PhaseFlattening  = "flattening"
+)
+
+// Result is a filled and flattened form.
+type Result struct {
+	PDF []byte
+	// Pages is the page count (the form's).
+	Pages int
+	// Fields is how many fields the form had; Filled how many the values
+	// named.
+	Fields, Filled int
+	// TeX is the overlay's render, nil when nothing needed typesetting.
+	TeX *tex.Result
+}
+
+func (f *Filler) sandbox(timeout time.Duration, out int) qpdfSandbox {
+	return qpdfSandbox{
+		memory:  limits.RenderMemoryBytes,
+		cpu:     timeout,
+		fsize:   f.cfg.MaxPDFBytes + 1<<20,
+		maxOut:  out,
+		timeout: timeout,
+	}
+}
+
+// maxJSONBytes bounds qpdf's JSON of a form: the dictionaries of a PDF
+// within the size limit, without stream data.
+const maxJSONBytes = 256 << 20
+
+// read writes pdf into dir and has qpdf read it.
+func (f *Filler) read(ctx context.Context, dir string, pdf []byte, deadline time.Duration) (*form, error) {
+	if len(pdf) == 0 {
+		return nil, invalidPDF("it is empty")
+	}
+	if int64(len(pdf)) > f.cfg.MaxPDFBytes {
+		return nil, &limits.Error{Status: 413, Problems: []limits.Problem{{
+			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
+			Message: fmt.Sprintf("the PDF is too large: %d bytes, at most %d", len(pdf), f.cfg.MaxPDFBytes),
+		}}}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.pdf"), pdf, 0o600); err != nil {
+		return nil, fmt.Errorf("forms: write input: %w", err)
+	}
+	res, err := f.sandbox(deadline, maxJSONBytes).run(ctx, dir,
+		"--json=2", "--json-stream-data=none",
+		"--json-key=pages", "--json-key=acroform", "--json-key=encrypt", "--json-key=qpdf",
+		"in.pdf")
+	if err != nil {
+		return nil, err
+	}
+	if perr, failed := res.problem("the PDF", deadline); failed {
+		return nil, perr
+	}
+	d, err := parseQDoc(res.stdout)
+	if err != nil {
+		return nil, invalidPDF("qpdf could not describe it")
+	}
+	if len(d.Pages) == 0 {
+		return nil, invalidPDF("it has no pages")
+	}
+	if len(d.Pages) > f.cfg.MaxPages {
+		return nil, limits.TooManyPages(f.cfg.MaxPages)
+	}
+	fm, err := buildForm(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(fm.fields) > MaxFields {
+		return nil, &limits.Error{Status: 413, Problems: []limits.Problem{{
+			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
+			Message: fmt.Sprintf("the form has %d fields, at most %d", len(fm.fields), MaxFields),
+		}}}
+	}
+	if fm.hasXFA && len(fm.fields) == 0 {
+		return nil, invalidPDF("it is an XFA form without AcroForm fields, which cannot be filled as a PDF form")
+	}
+	return fm, nil
+}
+
+// Fields lists the fillable fields of a form (push buttons are not
+// fillable and not listed).
+func (f *Filler) Fields(ctx context.Context, pdf []byte) ([]Field, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "outprint-form-")
+	if err != nil {
+		return nil, fmt.Errorf("forms: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	fm, err := f.read(ctx, dir, pdf, f.cfg.Timeout)
+	if err != nil {
+		return nil, f.ctxErr(ctx, err)
+	}
+	out := make([]Field, len(fm.fields))
+	for i, fl := range fm.fields {
+		out[i] = *fl
+	}
+	return out, nil
+}
+
+// Fill fills the form pdf with values (a JSON object of field names) and
+// flattens it. progress, when set, is called with each phase as it starts.
+// Problems the client must fix are a *limits.Error listing every one.
+func (f *Filler) Fill(ctx context.Context, pdf, values []byte, progress func(phase string)) (*Result, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	vals, err := parseValues(values)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "outprint-form-")
+	if err != nil {
+		return nil, fmt.Errorf("forms: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	progress(PhaseReading)
+	fm, err := f.read(ctx, dir, pdf, f.cfg.Timeout)
+	if err != nil {
+		return nil, f.ctxErr(ctx, err)
+	}
+	resolved, err := resolveValues(fm, vals)
+	if err != nil {
+		return nil, err
+	}
+	pl := makePlan(fm, resolved)
+	res := &Result{Pages: len(fm.pages), Fields: len(fm.fields), Filled: len(vals)}
+
+	args := []string{"--decrypt", "--stream-data=preserve"}
+	var tail []string
+	if len(pl.overlay) > 0 {
+		progress(PhaseTypesetting)
+		var sc markdown.Scripts
+		for _, t := range pl.texts {
+			sc |= markdown.ScriptsOf(t)
+		}
+		tr, err := f.tex.Run(ctx, tex.Job{
+			Preamble: overlayPreamble(sc),
+			Body:     overlayBody(fm, pl.overlay),
+			MaxPages: len(pl.overlay),
+		})
+		if err != nil {
+			return nil, f.texErr(ctx, err)
+		}
+		res.TeX = tr
+		if tr.Pages != len(pl.overlay) {
+			return nil, fmt.Errorf("forms: overlay has %d pages, want %d", tr.Pages, len(pl.overlay))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "overlay.pdf"), tr.PDF, 0o600); err != nil {
+			return nil, fmt.Errorf("forms: write overlay: %w", err)
+		}
+		to := make([]string, len(pl.overlay))
+		for i, op := range pl.overlay {
+			to[i] = strconv.Itoa(op.index + 1)
+		}
+		tail = []string{"--overlay", "overlay.pdf", "--to=" + strings.Join(to, ","), "--from=1-" + strconv.Itoa(len(pl.overlay)), "--"}
+	}
+	progress(PhaseFlattening)
+	upd, err := updateJSON(fm, pl)
+	if err != nil {
+		return nil, fmt.Errorf("forms: update json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "update.json"), upd, 0o600); err != nil {
+		return nil, fmt.Errorf("forms: write update: %w", err)
+	}
+	args = append(args, "--update-from-json=update.json", "in.pdf")
+	args = append(args, tail...)
+	args = append(args, "out.pdf")
+	left := max(time.Until(start.Add(f.cfg.Timeout)), time.Second)
+	qr, err := f.sandbox(left, 64<<10).run(ctx, dir, args...)
+	if err != nil {
+		return nil, f.ctxErr(ctx, err)
+	}
+	if perr, failed := qr.problem("the filled form", left); failed {
+		var le *limits.Error
+		if errors.As(perr, &le) && le.Status == 422 {
+			// The input read fine a moment ago: a write failure is ours.
+			return nil, fmt.Errorf("forms: qpdf write failed (exit %d): %s", qr.exit, firstLine(qr.stderr))
+		}
+		return nil, perr
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "out.pdf"))
+	if err != nil {
+		return nil, fmt.Errorf("forms: read result: %w", err)
+	}
+	if int64(len(out)) > f.cfg.MaxPDFBytes {
+		return nil, limits.PDFTooLarge(int64(len(out)), f.cfg.MaxPDFBytes)
+	}
+	res.PDF = out
+	return res, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+// ctxErr turns the end of the fill's context into the time-limit answer;
+// other errors pass through.
+func (f *Filler) ctxErr(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return limits.Timeout(f.cfg.Timeout)
+	}
+	return err
+}
+
+// texErr maps a failed overlay render. The overlay is ours, so a TeX
+// refusal is an internal error; limits are the client's answer.
+func (f *Filler) texErr(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, tex.ErrTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return limits.Timeout(f.cfg.Timeout)
+	case errors.Is(err, tex.ErrCanceled):
+		return fmt.Errorf("forms: %w", context.Canceled)
+	case errors.Is(err, tex.ErrResource):
+		return limits.Resource("typesetting the values")
+	case errors.Is(err, tex.ErrPDFTooLarge):
+		return limits.PDFTooLarge(0, f.cfg.MaxPDFBytes)
+	}
+	return fmt.Errorf("forms: typeset overlay: %w", err)
+}

@@ -1,0 +1,359 @@
+package forms
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/outprint/outprint/internal/markdown"
+)
+
+// This file typesets the values: one overlay page per form page that shows
+// a value, drawn by XeLaTeX with the Markdown renderer's fonts and font
+// fallback (markdown.SplitRuns picks a font that has each character's
+// glyph, WriteRuns marks right-to-left stretches for TeX--XeT), so that a
+// value in any script comes out with the right glyphs in reading order from
+// embedded fonts, whatever font the form names. qpdf then lays each overlay
+// page over its form page (flatten.go).
+//
+// Coordinates: an overlay page has the size of its form page's media box in
+// unrotated user space, and everything is placed with picture's \put in
+// PDF points (bp) from its lower-left corner. A widget is drawn in a box of
+// its rectangle's size, turned by its /MK /R about the box's corner
+// (\special{pdf:btrans rotate}): a widget rotated 90° on a page rotated 90°
+// reads upright, as in a viewer.
+
+// overlayPreamble is the preamble of an overlay document for the scripts
+// its values need. It depends only on scripts, so the warm pool keeps
+// processes for each set that occurs.
+func overlayPreamble(sc markdown.Scripts) string {
+	var b strings.Builder
+	b.WriteString(`\documentclass[10pt]{article}
+\usepackage{fontspec}
+\usepackage{xcolor}
+\usepackage{graphicx}
+\csname endofdump\endcsname
+\setmainfont{Noto Sans}
+`)
+	b.WriteString(markdown.FontPreamble(sc))
+	b.WriteString(`\pagestyle{empty}
+\hoffset=-1in \voffset=-1in \oddsidemargin=0pt \evensidemargin=0pt \topmargin=0pt
+\headheight=0pt \headsep=0pt \footskip=0pt \topskip=0pt \parindent=0pt \parskip=0pt
+\textwidth=14400bp \textheight=14400bp \maxdepth=0pt
+\unitlength=1bp
+\hbadness=10000 \vbadness=10000 \hfuzz=\maxdimen \vfuzz=\maxdimen
+\frenchspacing
+\newsavebox\opbx
+% \opfit{max width}{max height}: shrink \opbx to fit (never enlarge).
+\newcommand\opfit[2]{\ifdim\wd\opbx>#1\relax\sbox\opbx{\resizebox{#1}{!}{\usebox\opbx}}\fi
+ \ifdim\dimexpr\ht\opbx+\dp\opbx\relax>#2\relax\sbox\opbx{\resizebox*{!}{#2}{\usebox\opbx}}\fi}
+% \oppage{width}{height}: a page of that size, everything \put on it.
+\newcommand\oppage[2]{\pdfpagewidth=#1bp\pdfpageheight=#2bp\noindent\begin{picture}(0,0)(0,#2)}
+\newcommand\opendpage{\end{picture}\par\newpage}
+% \opat{x}{y}{angle}{content}: content with its reference point at (x,y),
+% turned counterclockwise by angle about it.
+\newcommand\opat[4]{\put(#1,#2){\special{pdf:btrans rotate #3}\makebox[0pt][l]{#4}\special{pdf:etrans}}}
+% \opfill{w}{h}: a filled rectangle in the current colour.
+\newcommand\opfill[2]{\makebox[0pt][l]{\rule{#1bp}{#2bp}}}
+% \opframe{w}{h}{line}: a rectangle's outline inside w×h.
+\newcommand\opframe[3]{\makebox[0pt][l]{\rule{#1bp}{#3bp}}\makebox[0pt][l]{\raisebox{\dimexpr#2bp-#3bp}{\rule{#1bp}{#3bp}}}\makebox[0pt][l]{\rule{#3bp}{#2bp}}\makebox[0pt][l]{\hskip\dimexpr#1bp-#3bp\rule{#3bp}{#2bp}}}
+% \opone{w}{h}{x}{baseline}{l|c|r}{text}: one line in a w×h area at x.
+\newcommand\opone[6]{\sbox\opbx{#6}\opfit{#1bp}{#2bp}\makebox[0pt][l]{\hskip#3bp\raisebox{#4bp}[0pt][0pt]{\makebox[#1bp][#5]{\usebox\opbx}}}}
+% \opmulti{w}{h}{x}{top}{text}: a paragraph of width w whose top is at top.
+\newcommand\opmulti[5]{\sbox\opbx{\parbox[t]{#1bp}{#5}}\opfit{#1bp}{#2bp}\makebox[0pt][l]{\hskip#3bp\raisebox{\dimexpr#4bp-\ht\opbx}[0pt][0pt]{\usebox\opbx}}}
+% \opcenter{w}{h}{size}{text}: text centred both ways, at most size high.
+\newcommand\opcenter[4]{\sbox\opbx{#4}\ifdim\dimexpr\ht\opbx+\dp\opbx\relax>0pt\sbox\opbx{\resizebox*{!}{#3bp}{\usebox\opbx}}\fi\opfit{#1bp}{#2bp}\makebox[0pt][l]{\raisebox{\dimexpr(#2bp-\ht\opbx+\dp\opbx)/2}[0pt][0pt]{\makebox[#1bp][c]{\usebox\opbx}}}}
+`)
+	return b.String()
+}
+
+// overlayItem is what one widget shows.
+type overlayItem struct {
+	w     *widget
+	fl    *Field // nil for a push button
+	text  string // text to show ("" none)
+	lines bool   // text is a paragraph (multiline field, list box)
+	mark  bool   // a drawn check mark or bullet instead of the form's appearance
+	decor bool   // draw background and border from /MK
+}
+
+// overlayPage is an overlay page: the form page it goes on and its items.
+type overlayPage struct {
+	index int // 0-based form page
+	items []overlayItem
+}
+
+// overlayBody writes the body of the overlay document.
+func overlayBody(f *form, pages []overlayPage) string {
+	var b strings.Builder
+	for _, op := range pages {
+		pg := f.pages[op.index]
+		w, h := pg.media[2]-pg.media[0], pg.media[3]-pg.media[1]
+		fmt.Fprintf(&b, "\\oppage{%s}{%s}%%\n", num(w), num(h))
+		for _, it := range op.items {
+			writeItem(&b, f, pg, it)
+		}
+		b.WriteString("\\opendpage\n")
+	}
+	return b.String()
+}
+
+// writeItem writes one widget's \opat.
+func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
+	w := it.w
+	x0, y0 := w.rect[0]-pg.media[0], w.rect[1]-pg.media[1]
+	rw, rh := w.rect[2]-w.rect[0], w.rect[3]-w.rect[1]
+	if rw <= 0 || rh <= 0 {
+		return
+	}
+	angle := 0
+	if r, ok := f.doc.number(w.mk["/R"]); ok {
+		angle = ((int(r)%360)+360)%360 / 90 * 90
+	}
+	// The box before turning, and where its corner goes so that the turned
+	// box covers the rectangle.
+	bw, bh := rw, rh
+	px, py := x0, y0
+	switch angle {
+	case 90:
+		bw, bh = rh, rw
+		px = x0 + rw
+	case 180:
+		px, py = x0+rw, y0+rh
+	case 270:
+		bw, bh = rh, rw
+		py = y0 + rh
+	}
+	var c strings.Builder
+	if it.decor {
+		if col := pdfColor(f.doc.numbers(w.mk["/BG"])); col != "" {
+			fmt.Fprintf(&c, "{%s\\opfill{%s}{%s}}", col, num(bw), num(bh))
+		}
+		if col := pdfColor(f.doc.numbers(w.mk["/BC"])); col != "" {
+			lw := 1.0
+			if v, ok := f.doc.number(w.bs["/W"]); ok {
+				lw = v
+			}
+			if lw > 0 {
+				fmt.Fprintf(&c, "{%s\\opframe{%s}{%s}{%s}}", col, num(bw), num(bh), num(lw))
+			}
+		}
+	}
+	size, color := parseDA(w.da)
+	border := 0.0
+	if it.decor && pdfColor(f.doc.numbers(w.mk["/BC"])) != "" {
+		border = 1
+		if v, ok := f.doc.number(w.bs["/W"]); ok {
+			border = v
+		}
+	}
+	pad := 2 + border
+	if pad*2 >= min(bw, bh) {
+		pad = min(bw, bh) / 8
+	}
+	if color == "" {
+		color = `\color[gray]{0}`
+	}
+	switch {
+	case it.mark:
+		s := size
+		if s == 0 || s > bh*0.8 {
+			s = min(bw, bh) * 0.7
+		}
+		fmt.Fprintf(&c, "{%s\\opcenter{%s}{%s}{%s}{%s}}", color, num(bw), num(bh), num(s*0.8), runs(it.text))
+	case it.text == "":
+	case it.fl != nil && it.fl.comb && !it.lines:
+		n := it.fl.MaxLen
+		cell := bw / float64(n)
+		if size == 0 {
+			size = min(12, (bh-2*pad)/1.15, cell*1.3)
+		}
+		size = max(size, 1)
+		by := (bh-0.72*size)/2 + 0.01
+		fmt.Fprintf(&c, "{%s\\fontsize{%s}{%s}\\selectfont\\makebox[0pt][l]{\\raisebox{%sbp}[0pt][0pt]{", color, num(size), num(size*1.2), num(by))
+		for _, g := range graphemes(it.text) {
+			fmt.Fprintf(&c, "\\makebox[%sbp][c]{%s}", num(cell), runs(g))
+		}
+		c.WriteString("}}}")
+	case it.lines:
+		if size == 0 {
+			size = min(10, max(bh-2*pad, 1))
+		}
+		align := [3]string{`\raggedright`, `\centering`, `\raggedleft`}[quad(it)]
+		fmt.Fprintf(&c, "{%s\\opmulti{%s}{%s}{%s}{%s}{\\fontsize{%s}{%s}\\selectfont%s\\hbadness=10000\\relax %s}}",
+			color, num(bw-2*pad), num(bh-2*pad), num(pad), num(bh-pad), num(size), num(size*1.16), align, paragraph(it.text))
+	default:
+		if size == 0 {
+			size = min(12, max((bh-2*pad)/1.2, 1))
+		}
+		by := (bh-0.72*size)/2 + 0.0
+		fmt.Fprintf(&c, "{%s\\opone{%s}{%s}{%s}{%s}{%s}{\\fontsize{%s}{%s}\\selectfont %s}}",
+			color, num(bw-2*pad), num(bh-2*pad+0.5*size), num(pad), num(by), [3]string{"l", "c", "r"}[quad(it)],
+			num(size), num(size*1.2), runs(oneLine(it.text)))
+	}
+	if c.Len() == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\\opat{%s}{%s}{%d}{%s}%%\n", num(px), num(py), angle, c.String())
+}
+
+func quad(it overlayItem) int {
+	if it.fl == nil {
+		return 1
+	}
+	if it.fl.quad >= 0 && it.fl.quad <= 2 {
+		return it.fl.quad
+	}
+	return 0
+}
+
+// num writes a length in bp for TeX: a plain decimal, at most 3 places.
+func num(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "0"
+	}
+	f = max(min(f, 16000), -16000)
+	return strconv.FormatFloat(math.Round(f*1000)/1000, 'f', -1, 64)
+}
+
+var daSize = regexp.MustCompile(`(?:^|\s)(-?[0-9.]+)\s+Tf\b`)
+var daColor = regexp.MustCompile(`(?:^|\s)((?:-?[0-9.]+\s+){1,4})(g|rg|k)(?:\s|$)`)
+
+// parseDA reads the font size (0: automatic) and the text colour of a
+// default appearance string ("/Helv 12 Tf 0 g"). The font is ignored on
+// purpose: the form's font rarely has the glyphs of every script.
+func parseDA(da string) (size float64, color string) {
+	if m := daSize.FindStringSubmatch(da); m != nil {
+		if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 0 && v < 1000 {
+			size = v
+		}
+	}
+	if m := daColor.FindAllStringSubmatch(da, -1); m != nil {
+		last := m[len(m)-1]
+		var comps []float64
+		for _, s := range strings.Fields(last[1]) {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return size, ""
+			}
+			comps = append(comps, v)
+		}
+		want := map[string]int{"g": 1, "rg": 3, "k": 4}[last[2]]
+		if len(comps) >= want {
+			color = pdfColor(comps[len(comps)-want:])
+		}
+	}
+	return size, color
+}
+
+// pdfColor is the \color command for a PDF colour array (gray, RGB or
+// CMYK), "" for none (transparent).
+func pdfColor(c []float64) string {
+	clamp := func(v float64) string { return num(max(0, min(1, v))) }
+	switch len(c) {
+	case 1:
+		return `\color[gray]{` + clamp(c[0]) + `}`
+	case 3:
+		return `\color[rgb]{` + clamp(c[0]) + "," + clamp(c[1]) + "," + clamp(c[2]) + `}`
+	case 4:
+		return `\color[cmyk]{` + clamp(c[0]) + "," + clamp(c[1]) + "," + clamp(c[2]) + "," + clamp(c[3]) + `}`
+	}
+	return ""
+}
+
+// runs is s as LaTeX: every character in a font that has it, right-to-left
+// stretches marked, every TeX special character escaped. User text never
+// becomes a TeX command.
+func runs(s string) string {
+	var b strings.Builder
+	markdown.WriteRuns(&b, markdown.SplitRuns(s), texEscape)
+	return b.String()
+}
+
+// paragraph is a multiline value: its lines as TeX paragraphs.
+func paragraph(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = runs(l) + `\strut`
+	}
+	return strings.Join(lines, "\\par ")
+}
+
+// oneLine is a value for a single-line field: line breaks become spaces.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// graphemes splits s for the cells of a comb field: a base character with
+// the marks that follow it.
+func graphemes(s string) []string {
+	var out []string
+	for _, r := range s {
+		if len(out) > 0 && (unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || r == 0x200D || r == 0xFE0F || endsWithVirama(out[len(out)-1])) {
+			out[len(out)-1] += string(r)
+			continue
+		}
+		out = append(out, string(r))
+	}
+	return out
+}
+
+// endsWithVirama reports whether s ends with a virama (halant), which joins
+// the next consonant into the same cluster (Devanagari स्ते is one cell).
+func endsWithVirama(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	switch r {
+	case 0x094D, 0x09CD, 0x0A4D, 0x0ACD, 0x0B4D, 0x0BCD, 0x0C4D, 0x0CCD, 0x0D4D, 0x0DCA, 0x1039, 0x17D2:
+		return true
+	}
+	return false
+}
+
+// texEscape escapes the characters TeX treats specially and drops control
+// characters.
+func texEscape(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\textbackslash{}`)
+		case '{', '}', '$', '&', '#', '_', '%':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '^':
+			b.WriteString(`\textasciicircum{}`)
+		case '~':
+			b.WriteString(`\textasciitilde{}`)
+		case '-', '\'', '`', ',', '<', '>', '!', '?':
+			// No TeX ligatures (--, ``, !`): the value prints as typed.
+			b.WriteRune(r)
+			if i+1 < len(s) {
+				b.WriteString("{}")
+			}
+		default:
+			if r < 0x20 || r == 0x7F || r == unicode.ReplacementChar {
+				if r == '\t' || r == '\n' {
+					b.WriteByte(' ')
+				}
+				continue
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// zapfMarks maps the ZapfDingbats caption characters of /MK /CA that forms
+// use for check boxes and radio buttons to Unicode.
+var zapfMarks = map[string]string{
+	"4": "✔", "8": "✖", "l": "●", "u": "◆", "n": "■", "H": "★", "3": "✓", "6": "✗", "7": "✘",
+}
