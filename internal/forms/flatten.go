@@ -28,9 +28,9 @@ import (
 
 // plan is the flattening of a whole form.
 type plan struct {
-	overlay []overlayPage      // pages that get an overlay, in page order
+	overlay []overlayPage     // pages that get an overlay, in page order
 	keep    map[int][]*widget // 0-based page → widgets whose appearance is drawn into the content
-	texts   []string           // every text the overlay sets (for its scripts)
+	texts   []string          // every text the overlay sets (for its scripts)
 }
 
 // makePlan decides what every widget shows.

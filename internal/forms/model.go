@@ -376,7 +376,7 @@ func buildForm(d *qdoc) (*form, error) {
 		}
 		pg.media = normRect(mb)
 		if r, ok := d.number(d.pageInherited(pd, "/Rotate")); ok {
-			pg.rotate = ((int(r)%360)+360)%360 / 90 * 90
+			pg.rotate = ((int(r) % 360) + 360) % 360 / 90 * 90
 		}
 		if ref, ok := isRef(pd["/Annots"]); ok {
 			pg.annotRef = ref

@@ -94,6 +94,12 @@ func overlayBody(f *form, pages []overlayPage) string {
 		pg := f.pages[op.index]
 		w, h := pg.media[2]-pg.media[0], pg.media[3]-pg.media[1]
 		fmt.Fprintf(&b, "\\oppage{%s}{%s}%%\n", num(w), num(h))
+		if pg.rotate != 0 {
+			// qpdf turns an overlay page to match the rotation of the
+			// page it goes on unless both have the same /Rotate; the
+			// overlay is drawn in the page's unrotated space already.
+			fmt.Fprintf(&b, "\\special{pdf:put @thispage <</Rotate %d>>}%%\n", pg.rotate)
+		}
 		for _, it := range op.items {
 			writeItem(&b, f, pg, it)
 		}
@@ -112,7 +118,7 @@ func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 	}
 	angle := 0
 	if r, ok := f.doc.number(w.mk["/R"]); ok {
-		angle = ((int(r)%360)+360)%360 / 90 * 90
+		angle = ((int(r) % 360) + 360) % 360 / 90 * 90
 	}
 	// The box before turning, and where its corner goes so that the turned
 	// box covers the rectangle.

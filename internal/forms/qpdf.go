@@ -44,7 +44,7 @@ type qpdfSandbox struct {
 type qpdfResult struct {
 	stdout   []byte
 	stderr   string
-	exit     int  // exit status; -1 when killed by a signal
+	exit     int // exit status; -1 when killed by a signal
 	signal   syscall.Signal
 	overflow bool // stdout exceeded maxOut
 	timedOut bool
