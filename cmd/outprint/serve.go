@@ -24,6 +24,7 @@ import (
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/config"
 	"github.com/outprint/outprint/internal/fetch"
+	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/markdown"
@@ -210,6 +211,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		defer cancel()
 		return ready(ctx) == nil
 	})
+	// Forms typeset their values on the same warm pool.
+	lim := cfg.Render.Limits()
+	filler, err := forms.New(forms.Config{Timeout: lim.Timeout, MaxPages: lim.MaxPages, MaxPDFBytes: lim.MaxPDFBytes}, engine)
+	if err != nil {
+		log.Error("forms", "err", err)
+		return exitInternal
+	}
+
 	api := httpapi.New(httpapi.Config{
 		Pipeline:     pipeline,
 		Renderer:     renderer,
@@ -219,6 +228,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		RemoteImages: remote,
 		Outline:      wiki,
 		Jobs:         jr.svc,
+		Forms:        filler,
 		Ready:        ready,
 		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Console:      httpapi.Console{Handler: console, Admins: cfg, Anonymous: cfg.Admin.AllowAnonymous},

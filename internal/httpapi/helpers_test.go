@@ -30,6 +30,7 @@ import (
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/config"
+	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/render"
@@ -101,6 +102,10 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		r = o.wrap(pl)
 	}
 	logs := &syncBuffer{}
+	filler, err := forms.New(forms.Config{Timeout: o.limits.Timeout, MaxPages: o.limits.MaxPages, MaxPDFBytes: o.limits.MaxPDFBytes}, runner)
+	if err != nil {
+		t.Fatalf("forms.New: %v", err)
+	}
 	srv := New(Config{
 		Pipeline:  pl,
 		Renderer:  r,
@@ -110,6 +115,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Observer:  m,
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+		Forms:     filler,
 
 		BodyTimeout: o.bodyTimeout,
 	})

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/outline"
@@ -100,6 +101,9 @@ type Config struct {
 	// /v1/jobs, GET and DELETE /v1/jobs/{id}, GET /v1/jobs/{id}/result;
 	// jobs.go); nil answers them 404.
 	Jobs *jobs.Service
+	// Forms, when set, serves POST /v1/forms/fields and POST
+	// /v1/forms/fill (forms.go); nil answers them 404.
+	Forms *forms.Filler
 	// Ready reports whether the service can render (TeX, data folder);
 	// nil means always ready.
 	Ready func(ctx context.Context) error
@@ -175,6 +179,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/status/{documentId}", method(s, http.MethodGet, s.outlineStatus))
 	s.jobRoutes(mux)
 	s.consoleRoutes(mux)
+	s.formRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotFound)
 	})
