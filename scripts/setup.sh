@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # Debian packages: XeLaTeX and the LaTeX packages the preamble uses, fonts for
 # every script of the corpus (Noto, Noto CJK, Symbola for monochrome emoji),
 # rsvg-convert for SVG images, poppler (pdfinfo, pdftotext, pdffonts) and qpdf
-# for checking PDFs in tests, pandoc for the benchmark's peer, prometheus for
+# for checking PDFs in tests and for filling forms, pandoc and pdftk-java for
+# the benchmarks' peers, prometheus for
 # promtool (the tests check and unit-test deploy/prometheus and lint a scrape;
 # Debian has no package of promtool alone, and where systemd runs, the package
 # also starts a Prometheus server of its own, which outprint does not need).
@@ -15,7 +16,7 @@ packages=(
   texlive-xetex texlive-latex-recommended texlive-latex-extra
   texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
   texlive-fonts-recommended lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
-  librsvg2-bin poppler-utils qpdf pandoc
+  librsvg2-bin poppler-utils qpdf pandoc pdftk-java
   prometheus
 )
 
