@@ -30,3 +30,7 @@ echo
 echo "== durable jobs (bench/jobs): acceptance throughput on SQLite and PostgreSQL, queue delay / run split"
 echo "   targets: >= 300 jobs/s on SQLite, >= 1,000 jobs/s on PostgreSQL (127.0.0.1:5432), gateway < 300 MiB"
 go run ./bench/jobs -jobs 2000 -render 20
+echo
+echo "== forms (bench/forms): fill and flatten a two-page form, outprint (warm pool) vs pdftk-java fill_form flatten"
+echo "   same form and values (every text field, five scripts), same run; target >= 3x pdftk's fills/s"
+go run ./bench/forms -n 60
