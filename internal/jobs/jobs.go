@@ -139,6 +139,9 @@ type Input struct {
 	Assets map[string][]byte
 	// Outline is set for Outline documents.
 	Outline *OutlineSource
+	// Form is set for a form to fill and flatten (a forms job); Markdown,
+	// Metadata and Assets are then empty.
+	Form *FormInput
 	// IdempotencyKey is the client's Idempotency-Key header, if any.
 	IdempotencyKey string
 	// Digest identifies the request for idempotency. When empty, Submit
@@ -160,6 +163,12 @@ type OutlineSource struct {
 	Language  string
 }
 
+// FormInput is a PDF form and the values to fill it with (JSON).
+type FormInput struct {
+	PDF    []byte
+	Values []byte
+}
+
 // RenderInput is what the worker hands the Renderer: the stored input of
 // one job.
 type RenderInput struct {
@@ -173,6 +182,8 @@ type RenderInput struct {
 	Metadata []byte
 	Assets   map[string][]byte
 	Outline  *OutlineSource
+	// Form is set for forms jobs.
+	Form *FormInput
 }
 
 // Renderer renders one job. The integrator adapts package render to it. A

@@ -15,6 +15,8 @@ import (
 //	jobs/{id}/document.md     the Markdown
 //	jobs/{id}/metadata.json   the JSON Binding, when given
 //	jobs/{id}/assets/{name}   each image, name escaped (AssetKey)
+//	jobs/{id}/form.pdf        a forms job's PDF form
+//	jobs/{id}/values.json     a forms job's values
 //	jobs/{id}/result.pdf      the PDF of a succeeded job
 //
 // The input sits directly in the job's folder rather than in a folder of
@@ -34,6 +36,12 @@ func (k Keys) Metadata() string { return k.Prefix() + "/metadata.json" }
 
 // Asset is the key of the image the Markdown refers to as name.
 func (k Keys) Asset(name string) string { return k.Prefix() + "/assets/" + AssetKey(name) }
+
+// FormPDF is the key of a forms job's PDF form.
+func (k Keys) FormPDF() string { return k.Prefix() + "/form.pdf" }
+
+// FormValues is the key of a forms job's values.
+func (k Keys) FormValues() string { return k.Prefix() + "/values.json" }
 
 // Result is the key of the PDF.
 func (k Keys) Result() string { return k.Prefix() + "/result.pdf" }
@@ -76,6 +84,10 @@ type manifest struct {
 	Metadata bool            `json:"metadata"`
 	Assets   []manifestAsset `json:"assets,omitempty"`
 	Outline  *OutlineSource  `json:"outline,omitempty"`
+	// Form marks a forms job: its input is form.pdf and values.json, not
+	// a document. The job row's source stays "markdown" (the column's
+	// check allows markdown and outline), so the kind lives here.
+	Form bool `json:"form,omitempty"`
 }
 
 type manifestAsset struct {
@@ -86,7 +98,8 @@ type manifestAsset struct {
 
 // RequestDigest is the digest Submit uses when Input.Digest is empty: the
 // SHA-256 of a canonical encoding of what decides the PDF — the Outline
-// document id for Outline jobs; otherwise the name, Markdown, metadata and
+// document id for Outline jobs; the form's bytes and the values for forms
+// jobs; otherwise the name, Markdown, metadata and
 // every asset (sorted by name). Tenant, user and key are not part of it:
 // the key is looked up within the tenant already.
 func RequestDigest(in Input) string {
@@ -101,6 +114,13 @@ func RequestDigest(in Input) string {
 	if in.Outline != nil {
 		field([]byte(SourceOutline))
 		field([]byte(in.Outline.DocumentID))
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	if in.Form != nil {
+		field([]byte("form"))
+		sum := sha256.Sum256(in.Form.PDF)
+		field(sum[:])
+		field(in.Form.Values)
 		return hex.EncodeToString(h.Sum(nil))
 	}
 	field([]byte(SourceMarkdown))

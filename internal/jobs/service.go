@@ -147,6 +147,9 @@ func validateInput(in Input) error {
 	if len(in.Markdown) > limits.MaxMarkdownBytes {
 		return limits.TooLarge(int64(len(in.Markdown)))
 	}
+	if in.Form != nil && (len(in.Form.PDF) == 0 || in.Outline != nil || len(in.Markdown) > 0) {
+		return errors.New("submit: a forms job takes a PDF and values only")
+	}
 	if in.Outline != nil && in.Outline.DocumentID == "" {
 		return errors.New("submit: outline source without document id")
 	}
@@ -253,8 +256,11 @@ func (s *Service) byKey(ctx context.Context, tenant, key, digest string) (Job, e
 // storeInput writes the input files and returns the manifest (JSON) that
 // the job row records.
 func (s *Service) storeInput(ctx context.Context, k Keys, in Input) (string, error) {
-	m := manifest{Version: 1, Name: in.Name, Metadata: len(in.Metadata) > 0, Outline: in.Outline}
+	m := manifest{Version: 1, Name: in.Name, Metadata: len(in.Metadata) > 0, Outline: in.Outline, Form: in.Form != nil}
 	objects := map[string][]byte{k.Document(): in.Markdown}
+	if m.Form {
+		objects = map[string][]byte{k.FormPDF(): in.Form.PDF, k.FormValues(): in.Form.Values}
+	}
 	if m.Metadata {
 		objects[k.Metadata()] = in.Metadata
 	}
@@ -314,6 +320,16 @@ func (s *Service) loadInput(ctx context.Context, job Job, attempt int) (RenderIn
 	in := RenderInput{
 		JobID: job.ID, Attempt: attempt, Tenant: job.Tenant, User: job.User, Name: m.Name,
 		Outline: m.Outline, Assets: make(map[string][]byte, len(m.Assets)),
+	}
+	if m.Form {
+		in.Form = &FormInput{}
+		if in.Form.PDF, err = s.readAll(ctx, k.FormPDF()); err != nil {
+			return RenderInput{}, err
+		}
+		if in.Form.Values, err = s.readAll(ctx, k.FormValues()); err != nil {
+			return RenderInput{}, err
+		}
+		return in, nil
 	}
 	if in.Markdown, err = s.readAll(ctx, k.Document()); err != nil {
 		return RenderInput{}, err
