@@ -10,6 +10,7 @@ import (
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/config"
+	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/metrics"
@@ -36,7 +37,7 @@ const jobStartTimeout = 30 * time.Second
 // synchronous renders), each holding one admission slot while it renders,
 // so jobs and synchronous renders share one budget (SPEC §7). The caller
 // Starts it, Stops it (drain) and then closes the runtime.
-func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline, r httpapi.Renderer,
+func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
 	adm *admission.Controller, m *metrics.Metrics, log *slog.Logger) (*jobRuntime, error) {
 	ctx, cancel := context.WithTimeout(ctx, jobStartTimeout)
 	defer cancel()
@@ -59,7 +60,9 @@ func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline
 	if err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}
-	svc, err := jobs.New(db, st, httpapi.NewJobRenderer(pipeline, r), jobs.Config{
+	// Forms jobs fill with filler; every other job renders Markdown.
+	renderer := httpapi.NewFormJobRenderer(httpapi.NewJobRenderer(pipeline, r), filler)
+	svc, err := jobs.New(db, st, renderer, jobs.Config{
 		TTL:        cfg.Jobs.TTL,
 		MaxWorkers: cfg.Admission.Slots,
 		Budget:     httpapi.NewJobBudget(adm),

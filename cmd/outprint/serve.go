@@ -175,10 +175,19 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		renderer = hooks.wrap(pipeline)
 	}
 
+	// Forms typeset their values on the same warm pool, synchronously
+	// and as jobs.
+	lim := cfg.Render.Limits()
+	filler, err := forms.New(forms.Config{Timeout: lim.Timeout, MaxPages: lim.MaxPages, MaxPDFBytes: lim.MaxPDFBytes}, engine)
+	if err != nil {
+		log.Error("forms", "err", err)
+		return exitInternal
+	}
+
 	// Jobs render through the same Render stage and hold an admission
 	// slot while they do (jobs.go). Their workers start with the server
 	// and drain in shutdown.
-	jr, err := openJobs(ctx, cfg, pipeline, renderer, adm, m, log)
+	jr, err := openJobs(ctx, cfg, pipeline, renderer, filler, adm, m, log)
 	if err != nil {
 		log.Error("jobs", "err", err, "setting", "database (OUTPRINT_DATABASE)")
 		return exitInternal
@@ -211,14 +220,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		defer cancel()
 		return ready(ctx) == nil
 	})
-	// Forms typeset their values on the same warm pool.
-	lim := cfg.Render.Limits()
-	filler, err := forms.New(forms.Config{Timeout: lim.Timeout, MaxPages: lim.MaxPages, MaxPDFBytes: lim.MaxPDFBytes}, engine)
-	if err != nil {
-		log.Error("forms", "err", err)
-		return exitInternal
-	}
-
 	api := httpapi.New(httpapi.Config{
 		Pipeline:     pipeline,
 		Renderer:     renderer,

@@ -189,6 +189,29 @@ func (f *Filler) Fields(ctx context.Context, pdf []byte) ([]Field, error) {
 	return out, nil
 }
 
+// Check reads the form and checks the values without filling it: what a
+// job's acceptance runs before its 202, so that an unusable form or bad
+// values are answered at once instead of by a failed job.
+func (f *Filler) Check(ctx context.Context, pdf, values []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	vals, err := parseValues(values)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "outprint-form-")
+	if err != nil {
+		return fmt.Errorf("forms: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	fm, err := f.read(ctx, dir, pdf, f.cfg.Timeout)
+	if err != nil {
+		return f.ctxErr(ctx, err)
+	}
+	_, err = resolveValues(fm, vals)
+	return err
+}
+
 // Fill fills the form pdf with values (a JSON object of field names) and
 // flattens it. progress, when set, is called with each phase as it starts.
 // Problems the client must fix are a *limits.Error listing every one.

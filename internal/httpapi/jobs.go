@@ -187,6 +187,9 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller) (jobs
 			// (CORS preflight): cookie callers are held to JSON.
 			return jobs.Input{}, errCookieJSON
 		}
+		if s.isFormUpload(w, r) {
+			return s.formJob(w, r)
+		}
 		req, err := s.readRenderRequest(w, r)
 		if err != nil {
 			return jobs.Input{}, err

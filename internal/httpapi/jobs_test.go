@@ -24,6 +24,7 @@ import (
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/fetch"
+	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
@@ -130,7 +131,11 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if ttl == 0 {
 		ttl = time.Hour
 	}
-	e.svc, err = jobs.New(db, st, NewJobRenderer(pl, r), jobs.Config{
+	filler, err := forms.New(forms.Config{}, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc, err = jobs.New(db, st, NewFormJobRenderer(NewJobRenderer(pl, r), filler), jobs.Config{
 		TTL:               ttl,
 		MaxWorkers:        ac.Slots,
 		Budget:            NewJobBudget(e.adm),
@@ -165,6 +170,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		Admission: e.adm,
 		Auth:      olKeys{keyAlice: {"alice", "acme"}, keyBob: {"bob", "acme"}, keyOscar: {"oscar", "other"}},
 		Jobs:      e.svc,
+		Forms:     filler,
 		Logger:    quietJobLogger(),
 	}
 	if o.outline {

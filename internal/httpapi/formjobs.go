@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"time"
+
+	"github.com/outprint/outprint/internal/forms"
+	"github.com/outprint/outprint/internal/jobs"
+)
+
+// Forms jobs: POST /v1/jobs with the parts pdf and values is a form to fill
+// and flatten, accepted like a Markdown job (202, the job lifecycle, the
+// idempotency digest over the PDF bytes and the values) and run by the same
+// workers, which hold an admission slot while they fill.
+
+// isFormUpload reports whether a multipart body's first part is pdf or
+// values. It peeks at the start of the body without consuming it: the body
+// is replaced by a reader that still yields every byte.
+func (s *Server) isFormUpload(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.Forms == nil {
+		return false
+	}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return false
+	}
+	// The body's deadline covers the peek too; the readers below set it
+	// again for the whole body.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	br := bufio.NewReaderSize(r.Body, 8<<10)
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
+	head, _ := br.Peek(8 << 10)
+	part, err := multipart.NewReader(bytes.NewReader(head), params["boundary"]).NextPart()
+	if err != nil {
+		return false
+	}
+	name := part.FormName()
+	return name == "pdf" || name == "values"
+}
+
+// formJob reads a forms job and checks it as acceptance does: the form is
+// read (by qpdf, sandboxed) and every value checked, so a bad form or bad
+// values are answered 422 before a job exists.
+func (s *Server) formJob(w http.ResponseWriter, r *http.Request) (jobs.Input, error) {
+	req, err := s.readFormRequest(w, r, true)
+	if err != nil {
+		return jobs.Input{}, err
+	}
+	if err := s.cfg.Forms.Check(r.Context(), req.pdf, req.values); err != nil {
+		return jobs.Input{}, err
+	}
+	return jobs.Input{Name: "form.pdf", Form: &jobs.FormInput{PDF: req.pdf, Values: req.values}}, nil
+}
+
+// formJobRenderer runs forms jobs with a Filler and hands every other job
+// to the Markdown renderer.
+type formJobRenderer struct {
+	next   jobs.Renderer
+	filler *forms.Filler
+}
+
+// NewFormJobRenderer returns a jobs.Renderer that fills forms jobs with f
+// and renders the rest with next. A problem of the form or the values is a
+// *limits.Error (the job fails at once); anything else is retried.
+func NewFormJobRenderer(next jobs.Renderer, f *forms.Filler) jobs.Renderer {
+	return &formJobRenderer{next: next, filler: f}
+}
+
+func (fr *formJobRenderer) Render(ctx context.Context, in jobs.RenderInput, progress func(phase string, pages int)) ([]byte, error) {
+	if in.Form == nil {
+		return fr.next.Render(ctx, in, progress)
+	}
+	if fr.filler == nil {
+		return nil, errors.New("forms job without a filler")
+	}
+	res, err := fr.filler.Fill(ctx, in.Form.PDF, in.Form.Values, func(phase string) {
+		switch phase {
+		case forms.PhaseReading:
+			progress(jobs.PhasePreparing, 0)
+		default:
+			progress(jobs.PhaseRendering, 0)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	progress(jobs.PhaseRendering, res.Pages)
+	return res.PDF, nil
+}
