@@ -33,4 +33,5 @@ go run ./bench/jobs -jobs 2000 -render 20
 echo
 echo "== forms (bench/forms): fill and flatten a two-page form, outprint (warm pool) vs pdftk-java fill_form flatten"
 echo "   same form and values (every text field, five scripts), same run; target >= 3x pdftk's fills/s"
-go run ./bench/forms -n 60
+echo "   then 1,000 fills as durable jobs (SQLite), all must succeed"
+go run ./bench/forms -n 60 -jobs 1000

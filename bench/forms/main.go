@@ -15,6 +15,8 @@ import (
 	"flag"
 	"fmt"
 	"html"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +30,11 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/forms"
+	"github.com/outprint/outprint/internal/httpapi"
+	"github.com/outprint/outprint/internal/jobs"
+	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/tex"
 )
 
@@ -37,8 +43,16 @@ func main() {
 	form := flag.String("form", "../shared/forms/acrobat-rotated.pdf", "the form (two pages; pdftk-java cannot flatten the hyperref form of examples/)")
 	valuesPath := flag.String("values", "", "the values JSON (default: every field, in five scripts)")
 	conc := flag.Int("c", runtime.NumCPU(), "concurrent fills")
+	nJobs := flag.Int("jobs", 0, "then submit this many fills as durable jobs (SQLite) and wait for all")
 	flag.Parse()
 	if err := run(*n, *conc, *form, *valuesPath); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/forms:", err)
+		os.Exit(1)
+	}
+	if *nJobs == 0 {
+		return
+	}
+	if err := runJobs(*nJobs, *conc, *form, *valuesPath); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/forms:", err)
 		os.Exit(1)
 	}
@@ -133,7 +147,7 @@ func countFound(pdfPath string, vals map[string]any) (int, int) {
 }
 
 func benchOutprint(n, conc int, pdf, values []byte, vals map[string]any, dir string) (outcome, error) {
-	pool, err := tex.NewPool(tex.PoolConfig{Min: conc, Max: conc})
+	pool, err := tex.NewPool(tex.PoolConfig{Min: 2 * conc, Max: 2 * conc})
 	if err != nil {
 		return outcome{}, err
 	}
@@ -153,7 +167,7 @@ func benchOutprint(n, conc int, pdf, values []byte, vals map[string]any, dir str
 	found, total := countFound(out, vals)
 	time.Sleep(2 * time.Second) // let the pool refill
 
-	var peakTeX atomic.Int64
+	var peakTeX, texCPU, warmCPU, engine atomic.Int64
 	var failures atomic.Int64
 	start := time.Now()
 	jobs := make(chan struct{})
@@ -169,6 +183,9 @@ func benchOutprint(n, conc int, pdf, values []byte, vals map[string]any, dir str
 					continue
 				}
 				if res.TeX != nil {
+					texCPU.Add(int64(res.TeX.CPU))
+					warmCPU.Add(int64(res.TeX.WarmCPU))
+					engine.Add(int64(res.TeX.Engine))
 					for {
 						old := peakTeX.Load()
 						if res.TeX.MaxRSS <= old || peakTeX.CompareAndSwap(old, res.TeX.MaxRSS) {
@@ -185,6 +202,11 @@ func benchOutprint(n, conc int, pdf, values []byte, vals map[string]any, dir str
 	close(jobs)
 	wg.Wait()
 	wall := time.Since(start)
+	per := func(v int64) float64 { return time.Duration(v / int64(n)).Seconds() }
+	var ru0 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru0)
+	fmt.Printf("outprint per fill: TeX CPU %.3fs (warm-up %.3fs), TeX engine %.3fs, wall %.3fs at concurrency %d\n",
+		per(texCPU.Load()), per(warmCPU.Load()), per(engine.Load()), wall.Seconds()/float64(n), conc)
 	// Peak memory: this process (the gateway's share) plus the TeX
 	// processes that run at once (conc × the largest one).
 	var ru syscall.Rusage
@@ -281,4 +303,100 @@ func scriptValues(pdf []byte) ([]byte, error) {
 		}
 	}
 	return json.Marshal(vals)
+}
+
+// runJobs submits n fills of the form as jobs (the path of POST /v1/jobs
+// after acceptance) to a job service on SQLite whose workers hold an
+// admission slot each, and waits until every job ended.
+func runJobs(n, conc int, formPath, valuesPath string) error {
+	ctx := context.Background()
+	pdf, err := os.ReadFile(formPath)
+	if err != nil {
+		return err
+	}
+	var values []byte
+	if valuesPath != "" {
+		values, err = os.ReadFile(valuesPath)
+	} else {
+		values, err = scriptValues(pdf)
+	}
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench-forms-jobs-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	db, err := jobs.Open(ctx, "sqlite://"+filepath.Join(dir, "outprint.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := jobs.Migrate(ctx, db); err != nil {
+		return err
+	}
+	st, err := store.NewFS(filepath.Join(dir, "data"))
+	if err != nil {
+		return err
+	}
+	pool, err := tex.NewPool(tex.PoolConfig{Min: 2 * conc, Max: 2 * conc})
+	if err != nil {
+		return err
+	}
+	defer pool.Close(ctx)
+	filler, err := forms.New(forms.Config{}, pool)
+	if err != nil {
+		return err
+	}
+	adm := admission.New(admission.Config{Slots: conc, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
+	svc, err := jobs.New(db, st, httpapi.NewFormJobRenderer(nil, filler), jobs.Config{
+		MaxWorkers: conc, Budget: httpapi.NewJobBudget(adm),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	if err := svc.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		svc.Stop(sctx)
+	}()
+	start := time.Now()
+	ids := make([]string, 0, n)
+	for range n {
+		job, _, err := svc.Submit(ctx, jobs.Input{Tenant: "bench", User: "bench", Name: "form.pdf",
+			Form: &jobs.FormInput{PDF: pdf, Values: values}})
+		if err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+		ids = append(ids, job.ID)
+	}
+	accepted := time.Since(start)
+	counts := map[string]int{}
+	for {
+		clear(counts)
+		for _, id := range ids {
+			j, err := svc.Get(ctx, "bench", id)
+			if err != nil {
+				return err
+			}
+			counts[j.State]++
+		}
+		if counts[jobs.StateSucceeded]+counts[jobs.StateFailed]+counts[jobs.StateCancelled] == n {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	wall := time.Since(start)
+	fmt.Printf("%d fills as jobs: accepted in %.2fs, all ended in %.1fs (%.2f jobs/s): %d succeeded, %d failed\n",
+		n, accepted.Seconds(), wall.Seconds(), float64(n)/wall.Seconds(), counts[jobs.StateSucceeded], counts[jobs.StateFailed])
+	if counts[jobs.StateSucceeded] != n {
+		return fmt.Errorf("%d of %d jobs did not succeed", n-counts[jobs.StateSucceeded], n)
+	}
+	return nil
 }
