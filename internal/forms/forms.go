@@ -165,7 +165,34 @@ func (f *Filler) read(ctx context.Context, dir string, pdf []byte, deadline time
 	if fm.hasXFA && len(fm.fields) == 0 {
 		return nil, invalidPDF("it is an XFA form without AcroForm fields, which cannot be filled as a PDF form")
 	}
+	f.readValueStreams(ctx, dir, fm, deadline)
 	return fm, nil
+}
+
+// maxValueStreams bounds how many stream values one form gets read.
+const maxValueStreams = 16
+
+// readValueStreams reads the text values that a form keeps in streams
+// (qpdf's JSON lists no stream data), each with its own bounded qpdf run.
+// A value that cannot be read stays empty: it is the form's old value, not
+// the user's.
+func (f *Filler) readValueStreams(ctx context.Context, dir string, fm *form, deadline time.Duration) {
+	n := 0
+	for name, ref := range fm.valueStreams {
+		fl := fm.byName[name]
+		if fl == nil || fl.Type != "text" || n >= maxValueStreams {
+			continue
+		}
+		n++
+		num, gen, _ := strings.Cut(strings.TrimSuffix(ref, " R"), " ")
+		res, err := f.sandbox(deadline, MaxValueBytes).run(ctx, dir, "--show-object="+num+","+gen, "--filtered-stream-data", "in.pdf")
+		// A value over MaxValueBytes is kept cut at that size: it is the
+		// form's own text, shown as far as a value may go.
+		if err != nil || (res.exit != 0 && !res.overflow) {
+			continue
+		}
+		fl.Value = strings.ToValidUTF8(decodePDFText(res.stdout), "")
+	}
 }
 
 // Fields lists the fillable fields of a form (push buttons are not

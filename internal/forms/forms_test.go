@@ -720,3 +720,34 @@ func TestFieldsListing(t *testing.T) {
 		}
 	}
 }
+
+// TestFillLongValues: values at the 64 KiB bound, in a one-line and a
+// multiline field, and the form's own value kept in a stream (acrobat-basic,
+// over 64 KiB), come out as a PDF: shrunk and cut to what can be read, never
+// a TeX error.
+func TestFillLongValues(t *testing.T) {
+	f := newTestFiller(t)
+	long := strings.Repeat("Grüße 東京 ", MaxValueBytes/16)
+	vals, _ := json.Marshal(map[string]string{"Text3": long, "Text4": long})
+	if len(long) > MaxValueBytes {
+		t.Fatalf("test value has %d bytes, over the bound", len(long))
+	}
+	for _, c := range []struct {
+		file   string
+		values []byte
+	}{
+		{"acrobat-textfields.pdf", vals},
+		{"acrobat-basic.pdf", []byte(`{}`)},
+	} {
+		orig := sharedForm(t, c.file)
+		res, err := f.Fill(context.Background(), orig, c.values, nil)
+		if err != nil {
+			t.Fatalf("Fill(%s) with long values: %v", c.file, err)
+		}
+		out := writeTemp(t, "out.pdf", res.PDF)
+		checkFlattened(t, writeTemp(t, c.file, orig), out)
+		if text := run(t, "pdftotext", out, "-"); !strings.Contains(text, "Grüße") && !strings.Contains(text, "Lorem ipsum") {
+			t.Errorf("%s: the long value is not in the text", c.file)
+		}
+	}
+}

@@ -351,11 +351,13 @@ type form struct {
 	widgets map[string]*widget
 	da      string // /AcroForm /DA
 	hasXFA  bool
+	// valueStreams are the fields whose /V is a stream, by name.
+	valueStreams map[string]string
 }
 
 // buildForm makes the form model of d.
 func buildForm(d *qdoc) (*form, error) {
-	f := &form{doc: d, byName: map[string]*Field{}, widgets: map[string]*widget{}}
+	f := &form{doc: d, byName: map[string]*Field{}, widgets: map[string]*widget{}, valueStreams: map[string]string{}}
 	cat := d.catalog()
 	if cat == nil {
 		return nil, invalidPDF("it has no document catalog")
@@ -492,9 +494,10 @@ func (f *form) currentValue(qf qfield) any {
 		if s, ok := d.text(v); ok {
 			return s
 		}
-		if _, ok := isRef(qf.Value); ok {
-			// A text value in a stream (rare, rich text): qpdf lists no
-			// stream data here, so the value reads as empty.
+		if ref, ok := isRef(qf.Value); ok {
+			// A text value in a stream (rare, rich text): qpdf's JSON
+			// lists no stream data, so read.go fetches it.
+			f.valueStreams[qf.Fullname] = ref
 			return nil
 		}
 	case "/Btn":

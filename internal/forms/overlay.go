@@ -189,22 +189,69 @@ func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 		if size == 0 {
 			size = min(10, max(bh-2*pad, 1))
 		}
+		text := fitText(it.text, bw-2*pad, bh-2*pad, true)
+		size = fitSize(text, size, bw-2*pad, bh-2*pad, true)
 		align := [3]string{`\raggedright`, `\centering`, `\raggedleft`}[quad(it)]
 		fmt.Fprintf(&c, "{%s\\opmulti{%s}{%s}{%s}{%s}{\\fontsize{%s}{%s}\\selectfont%s\\hbadness=10000\\relax %s}}",
-			color, num(bw-2*pad), num(bh-2*pad), num(pad), num(bh-pad), num(size), num(size*1.16), align, paragraph(it.text))
+			color, num(bw-2*pad), num(bh-2*pad), num(pad), num(bh-pad), num(size), num(size*1.16), align, paragraph(text))
 	default:
 		if size == 0 {
 			size = min(12, max((bh-2*pad)/1.2, 1))
 		}
+		text := fitText(oneLine(it.text), bw-2*pad, bh-2*pad, false)
+		size = fitSize(text, size, bw-2*pad, bh-2*pad, false)
 		by := (bh-0.72*size)/2 + 0.0
 		fmt.Fprintf(&c, "{%s\\opone{%s}{%s}{%s}{%s}{%s}{\\fontsize{%s}{%s}\\selectfont %s}}",
 			color, num(bw-2*pad), num(bh-2*pad+0.5*size), num(pad), num(by), [3]string{"l", "c", "r"}[quad(it)],
-			num(size), num(size*1.2), runs(oneLine(it.text)))
+			num(size), num(size*1.2), runs(text))
 	}
 	if c.Len() == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\\opat{%s}{%s}{%d}{%s}%%\n", num(px), num(py), angle, c.String())
+}
+
+// minTextSize is the smallest font size a value is set in; text that would
+// need less is cut (a value of 64 KiB in a one-line field).
+const minTextSize = 2.0
+
+// fitText cuts text to what can be read in a w×h area at minTextSize, with
+// an average glyph width of half the size (CJK glyphs are wider: they fit
+// fewer, and TeX's own fitting shrinks them further). Besides legibility it
+// keeps TeX's dimensions below their limit of 16,383 pt.
+func fitText(text string, w, h float64, lines bool) string {
+	perLine := max(int(w/(0.5*minTextSize)), 1)
+	n := perLine
+	if lines {
+		n = perLine * max(int(h/(1.16*minTextSize)), 1)
+	}
+	r := []rune(text)
+	if len(r) <= n {
+		return text
+	}
+	return string(r[:n])
+}
+
+// fitSize lowers the font size when the text plainly cannot fit at it, so
+// that TeX starts near the size it will end at (\opfit shrinks the rest).
+func fitSize(text string, size, w, h float64, lines bool) float64 {
+	chars := float64(len([]rune(text)))
+	if chars == 0 || w <= 0 || h <= 0 {
+		return size
+	}
+	if !lines {
+		// One line: natural width about 0.55·size per character.
+		if need := chars * 0.55 * size; need > 8*w {
+			size = max(8*w/(chars*0.55), minTextSize)
+		}
+		return size
+	}
+	// A paragraph: lines·1.16·size high, lines = chars·0.5·size / w.
+	height := func(s float64) float64 { return chars * 0.5 * s / w * 1.16 * s }
+	if height(size) > 2*h {
+		size = max(math.Sqrt(2*h*w/(chars*0.58)), minTextSize)
+	}
+	return size
 }
 
 func quad(it overlayItem) int {
