@@ -751,3 +751,18 @@ func TestFillLongValues(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayFontsCoverMarkdownKeys: every font key markdown's runs can
+// name has an XeTeX font in the overlay, so a new fallback font in markdown
+// cannot silently lose its glyphs here.
+func TestOverlayFontsCoverMarkdownKeys(t *testing.T) {
+	keys := fallbackKeys()
+	if len(keys) == 0 {
+		t.Fatal("fallbackKeys() = none")
+	}
+	for _, k := range keys {
+		if _, ok := overlayFonts[k]; !ok {
+			t.Errorf("overlayFonts[%q] missing", k)
+		}
+	}
+}

@@ -30,16 +30,39 @@ import (
 // overlayPreamble is the preamble of an overlay document for the scripts
 // its values need. It depends only on scripts, so the warm pool keeps
 // processes for each set that occurs.
+//
+// Fonts are loaded with XeTeX's \font primitive at 10 pt, not with
+// fontspec: a warm process then loads a format without fontspec and expl3
+// and each font without fontspec's feature probing, which halved the TeX
+// CPU of a fill in five scripts (bench/forms). Sizes come from scaling the
+// set text (\scalebox), which a PDF viewer cannot tell from a font size.
 func overlayPreamble(sc markdown.Scripts) string {
 	var b strings.Builder
 	b.WriteString(`\documentclass[10pt]{article}
-\usepackage{fontspec}
-\usepackage{xcolor}
+\usepackage{color}
 \usepackage{graphicx}
 \csname endofdump\endcsname
-\setmainfont{Noto Sans}
+\font\opmain="Noto Sans" at 10pt
 `)
-	b.WriteString(markdown.FontPreamble(sc))
+	if sc&(markdown.ScriptArabic|markdown.ScriptHebrew) != 0 {
+		b.WriteString("\\TeXXeTstate=1\n")
+	}
+	for _, key := range fallbackKeys() {
+		f, ok := overlayFonts[key]
+		if !ok || sc&f.scripts == 0 {
+			// Never used by this document's runs (ScriptsOf said so);
+			// defined so that a surprise costs a glyph, not an error.
+			b.WriteString("\\newcommand\\opfont" + key + "[1]{#1}\n")
+			continue
+		}
+		b.WriteString("\\font\\opf" + key + "=\"" + f.spec + "\" at 10pt\n")
+		b.WriteString("\\newcommand\\opfont" + key + "[1]{{\\opf" + key)
+		if f.breakLocale != "" {
+			b.WriteString("\\XeTeXlinebreaklocale \"" + f.breakLocale + "\"\\XeTeXlinebreakskip=0pt plus 1pt\\relax #1\\XeTeXlinebreaklocale \"\"\\relax}}\n")
+		} else {
+			b.WriteString("#1}}\n")
+		}
+	}
 	b.WriteString(`\pagestyle{empty}
 \hoffset=-1in \voffset=-1in \oddsidemargin=0pt \evensidemargin=0pt \topmargin=0pt
 \headheight=0pt \headsep=0pt \footskip=0pt \topskip=0pt \parindent=0pt \parskip=0pt
@@ -61,12 +84,13 @@ func overlayPreamble(sc markdown.Scripts) string {
 \newcommand\opfill[2]{\makebox[0pt][l]{\rule{#1bp}{#2bp}}}
 % \opframe{w}{h}{line}: a rectangle's outline inside w×h.
 \newcommand\opframe[3]{\makebox[0pt][l]{\rule{#1bp}{#3bp}}\makebox[0pt][l]{\raisebox{\dimexpr#2bp-#3bp}{\rule{#1bp}{#3bp}}}\makebox[0pt][l]{\rule{#3bp}{#2bp}}\makebox[0pt][l]{\hskip\dimexpr#1bp-#3bp\rule{#3bp}{#2bp}}}
-% \opone{w}{h}{x}{baseline}{l|c|r}{text}: one line in a w×h area at x.
-\newcommand\opone[6]{\sbox\opbx{#6}\opfit{#1bp}{#2bp}\makebox[0pt][l]{\hskip#3bp\raisebox{#4bp}[0pt][0pt]{\makebox[#1bp][#5]{\usebox\opbx}}}}
-% \opmulti{w}{h}{x}{top}{text}: a paragraph of width w whose top is at top.
-\newcommand\opmulti[5]{\sbox\opbx{\parbox[t]{#1bp}{#5}}\opfit{#1bp}{#2bp}\makebox[0pt][l]{\hskip#3bp\raisebox{\dimexpr#4bp-\ht\opbx}[0pt][0pt]{\usebox\opbx}}}
+% \opone{w}{h}{x}{baseline}{l|c|r}{scale}{text}: one line in a w×h area at x.
+\newcommand\opone[7]{\sbox\opbx{\scalebox{#6}{\opmain #7}}\opfit{#1bp}{#2bp}\makebox[0pt][l]{\hskip#3bp\raisebox{#4bp}[0pt][0pt]{\makebox[#1bp][#5]{\usebox\opbx}}}}
+% \opmulti{w}{h}{x}{top}{scale}{w/scale}{text}: a paragraph of width w whose
+% top is at top, set at 10 pt in a width of w/scale and scaled.
+\newcommand\opmulti[7]{\sbox\opbx{\scalebox{#5}{\parbox[t]{#6bp}{\opmain\baselineskip=11.6pt\relax #7}}}\opfit{#1bp}{#2bp}\makebox[0pt][l]{\hskip#3bp\raisebox{\dimexpr#4bp-\ht\opbx}[0pt][0pt]{\usebox\opbx}}}
 % \opcenter{w}{h}{size}{text}: text centred both ways, at most size high.
-\newcommand\opcenter[4]{\sbox\opbx{#4}\ifdim\dimexpr\ht\opbx+\dp\opbx\relax>0pt\sbox\opbx{\resizebox*{!}{#3bp}{\usebox\opbx}}\fi\opfit{#1bp}{#2bp}\makebox[0pt][l]{\raisebox{\dimexpr(#2bp-\ht\opbx+\dp\opbx)/2}[0pt][0pt]{\makebox[#1bp][c]{\usebox\opbx}}}}
+\newcommand\opcenter[4]{\sbox\opbx{\opmain #4}\ifdim\dimexpr\ht\opbx+\dp\opbx\relax>0pt\sbox\opbx{\resizebox*{!}{#3bp}{\usebox\opbx}}\fi\opfit{#1bp}{#2bp}\makebox[0pt][l]{\raisebox{\dimexpr(#2bp-\ht\opbx+\dp\opbx)/2}[0pt][0pt]{\makebox[#1bp][c]{\usebox\opbx}}}}
 `)
 	return b.String()
 }
@@ -180,9 +204,9 @@ func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 		}
 		size = max(size, 1)
 		by := (bh-0.72*size)/2 + 0.01
-		fmt.Fprintf(&c, "{%s\\fontsize{%s}{%s}\\selectfont\\makebox[0pt][l]{\\raisebox{%sbp}[0pt][0pt]{", color, num(size), num(size*1.2), num(by))
+		fmt.Fprintf(&c, "{%s\\makebox[0pt][l]{\\raisebox{%sbp}[0pt][0pt]{", color, num(by))
 		for _, g := range graphemes(it.text) {
-			fmt.Fprintf(&c, "\\makebox[%sbp][c]{%s}", num(cell), runs(g))
+			fmt.Fprintf(&c, "\\makebox[%sbp][c]{\\scalebox{%s}{\\opmain %s}}", num(cell), scale(size), runs(g))
 		}
 		c.WriteString("}}}")
 	case it.lines:
@@ -192,8 +216,8 @@ func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 		text := fitText(it.text, bw-2*pad, bh-2*pad, true)
 		size = fitSize(text, size, bw-2*pad, bh-2*pad, true)
 		align := [3]string{`\raggedright`, `\centering`, `\raggedleft`}[quad(it)]
-		fmt.Fprintf(&c, "{%s\\opmulti{%s}{%s}{%s}{%s}{\\fontsize{%s}{%s}\\selectfont%s\\hbadness=10000\\relax %s}}",
-			color, num(bw-2*pad), num(bh-2*pad), num(pad), num(bh-pad), num(size), num(size*1.16), align, paragraph(text))
+		fmt.Fprintf(&c, "{%s\\opmulti{%s}{%s}{%s}{%s}{%s}{%s}{%s\\hbadness=10000\\relax %s}}",
+			color, num(bw-2*pad), num(bh-2*pad), num(pad), num(bh-pad), scale(size), num((bw-2*pad)*10/max(size, 0.5)), align, paragraph(text))
 	default:
 		if size == 0 {
 			size = min(12, max((bh-2*pad)/1.2, 1))
@@ -201,9 +225,9 @@ func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 		text := fitText(oneLine(it.text), bw-2*pad, bh-2*pad, false)
 		size = fitSize(text, size, bw-2*pad, bh-2*pad, false)
 		by := (bh-0.72*size)/2 + 0.0
-		fmt.Fprintf(&c, "{%s\\opone{%s}{%s}{%s}{%s}{%s}{\\fontsize{%s}{%s}\\selectfont %s}}",
+		fmt.Fprintf(&c, "{%s\\opone{%s}{%s}{%s}{%s}{%s}{%s}{%s}}",
 			color, num(bw-2*pad), num(bh-2*pad+0.5*size), num(pad), num(by), [3]string{"l", "c", "r"}[quad(it)],
-			num(size), num(size*1.2), runs(text))
+			scale(size), runs(text))
 	}
 	if c.Len() == 0 {
 		return
@@ -262,6 +286,43 @@ func quad(it overlayItem) int {
 		return it.fl.quad
 	}
 	return 0
+}
+
+// scale is the factor that makes the 10 pt fonts of the overlay size pt.
+func scale(size float64) string { return num(max(size, 0.5) / 10) }
+
+// overlayFont is a fallback font of the overlay: its XeTeX font spec and the
+// script group that loads it.
+type overlayFont struct {
+	spec        string
+	scripts     markdown.Scripts
+	breakLocale string
+}
+
+// overlayFonts are the fonts of markdown's fallback chain (the keys its
+// SplitRuns returns), as XeTeX \font specs: the same families, the script
+// for HarfBuzz where markdown gives fontspec Script=.
+var overlayFonts = map[string]overlayFont{
+	"cjk":        {spec: "Noto Serif CJK JP", scripts: markdown.ScriptCJK, breakLocale: "ja"},
+	"arabic":     {spec: "Noto Naskh Arabic:script=arab", scripts: markdown.ScriptArabic},
+	"hebrew":     {spec: "Noto Sans Hebrew:script=hebr", scripts: markdown.ScriptHebrew},
+	"devanagari": {spec: "Noto Sans Devanagari:script=dev2", scripts: markdown.ScriptDevanagari},
+	"thai":       {spec: "Noto Sans Thai:script=thai", scripts: markdown.ScriptThai, breakLocale: "th"},
+	"math":       {spec: "Noto Sans Math", scripts: markdown.ScriptSymbols},
+	"symbols":    {spec: "Noto Sans Symbols", scripts: markdown.ScriptSymbols},
+	"symbolstwo": {spec: "Noto Sans Symbols2", scripts: markdown.ScriptSymbols},
+	"emoji":      {spec: "Symbola", scripts: markdown.ScriptEmoji},
+}
+
+// fallbackKeys are the font keys markdown's runs use, from its vocabulary.
+func fallbackKeys() []string {
+	var keys []string
+	for _, m := range markdown.FontMacros() {
+		if k, ok := strings.CutPrefix(m, `\opfont`); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // num writes a length in bp for TeX: a plain decimal, at most 3 places.
@@ -377,15 +438,9 @@ func texEscape(s string) string {
 	var b strings.Builder
 	for i, r := range s {
 		switch r {
-		case '\\':
-			b.WriteString(`\textbackslash{}`)
-		case '{', '}', '$', '&', '#', '_', '%':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case '^':
-			b.WriteString(`\textasciicircum{}`)
-		case '~':
-			b.WriteString(`\textasciitilde{}`)
+		case '\\', '{', '}', '$', '&', '#', '_', '%', '^', '~':
+			// The character itself from the current (raw XeTeX) font.
+			fmt.Fprintf(&b, `{\char"%X}`, r)
 		case '-', '\'', '`', ',', '<', '>', '!', '?':
 			// No TeX ligatures (--, ``, !`): the value prints as typed.
 			b.WriteRune(r)
