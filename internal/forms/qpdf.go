@@ -19,7 +19,8 @@ import (
 // loops, an object stream claiming millions of objects, a stream that
 // inflates to gigabytes) can at worst kill that process. The process is
 // bounded like a TeX process (SPEC §7): the same address-space limit
-// (limits.RenderMemoryBytes), a CPU-time limit of the render timeout, a
+// (limits.RenderMemoryBytes) and process limit, a CPU-time limit of the
+// render timeout, a
 // file-size limit just over the PDF size limit (the output it writes), no
 // core dumps, few open files, an empty environment and its own process group,
 // killed whole when the context ends.
@@ -75,6 +76,8 @@ func (s qpdfSandbox) run(ctx context.Context, dir string, args ...string) (qpdfR
 		"--cpu=" + strconv.FormatInt(cpu, 10) + ":" + strconv.FormatInt(cpu+1, 10),
 		"--fsize=" + strconv.FormatInt(s.fsize, 10),
 		"--core=0",
+		// As for TeX; qpdf never forks, so this only matters if it did.
+		"--nproc=" + strconv.Itoa(limits.RenderProcesses),
 		"--nofile=64",
 		"--", qpdf,
 	}
