@@ -71,6 +71,12 @@ func (s *Server) jobRoutes(mux *http.ServeMux) {
 	mux.Handle(jobsPath+"/{id}/result", methods(s, map[string]http.HandlerFunc{
 		http.MethodGet: s.jobResult,
 	}))
+	mux.Handle(jobsPath+"/{id}/events", methods(s, map[string]http.HandlerFunc{
+		http.MethodGet: s.jobEvents,
+	}))
+	mux.Handle(jobsPath+"/{id}/pages/{page}", methods(s, map[string]http.HandlerFunc{
+		http.MethodGet: s.jobPage,
+	}))
 }
 
 // methods is method for routes with more than one method: 405 with the

@@ -121,6 +121,20 @@ type Config struct {
 	// BodyTimeout bounds reading the request body (default
 	// DefaultBodyTimeout).
 	BodyTimeout time.Duration
+	// EventPoll is how often a job event stream reads its job (default
+	// DefaultEventPoll); EventHeartbeat how often an idle stream sends a
+	// comment so proxies keep it open (default DefaultEventHeartbeat);
+	// MaxEventStreams how many streams one user may hold at once (default
+	// DefaultMaxEventStreams). See events.go.
+	EventPoll       time.Duration
+	EventHeartbeat  time.Duration
+	MaxEventStreams int
+	// Raster draws the page thumbnails of job results (GET
+	// /v1/jobs/{id}/pages/{n}.png); nil answers them 404.
+	Raster jobs.Rasterizer
+	// Web serves the web page (GET / and its files, see package web); nil
+	// answers 404 there.
+	Web http.Handler
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -129,6 +143,7 @@ type Server struct {
 	log      *slog.Logger
 	obs      Observer
 	renderer Renderer
+	streams  streamCounter
 }
 
 // New returns a server for cfg. It panics without a Pipeline or an
@@ -152,7 +167,16 @@ func New(cfg Config) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
-	return &Server{cfg: cfg, log: log, obs: obs, renderer: r}
+	if cfg.EventPoll <= 0 {
+		cfg.EventPoll = DefaultEventPoll
+	}
+	if cfg.EventHeartbeat <= 0 {
+		cfg.EventHeartbeat = DefaultEventHeartbeat
+	}
+	if cfg.MaxEventStreams <= 0 {
+		cfg.MaxEventStreams = DefaultMaxEventStreams
+	}
+	return &Server{cfg: cfg, log: log, obs: obs, renderer: r, streams: streamCounter{max: cfg.MaxEventStreams}}
 }
 
 type nopObserver struct{}
