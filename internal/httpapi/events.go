@@ -301,3 +301,68 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		w.Write(png)
 	}
 }
+
+// browserWait is how long GET /render/{id} waits for a browser's job before
+// it answers with the progress page instead of the PDF.
+const browserWait = time.Second
+
+// wantsHTML reports whether the client is a browser navigating to the
+// address: it asks for HTML. curl and API clients do not, and keep the
+// synchronous answer.
+func wantsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
+}
+
+// outlineBrowser is GET /render/{documentId} for a browser: the document
+// is printed as a job (accepted as POST /v1/jobs would, as the reader of
+// the cookie). When it is done within browserWait the PDF is the answer,
+// as for any client; otherwise the browser gets a small page that follows
+// the job and downloads the PDF when it is ready, instead of a connection
+// that hangs for as long as TeX runs.
+func (s *Server) outlineBrowser(w http.ResponseWriter, r *http.Request) {
+	c, err := s.jobCaller(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in, err := s.outlineJob(r, r.PathValue("documentId"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in.Tenant, in.User = c.tenant, c.user
+	ctx := r.Context()
+	job, _, err := s.cfg.Jobs.Submit(ctx, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(ctx, "outline browser job", "request_id", requestID(ctx), "job", job.ID, "user", c.user, "tenant", c.tenant)
+	job, err = s.waitTerminal(ctx, c.tenant, job.ID, browserWait)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if job.State == jobs.StateSucceeded {
+		rc, job, err := s.cfg.Jobs.Result(ctx, c.tenant, job.ID)
+		if err == nil {
+			defer rc.Close()
+			s.writeResult(w, r, rc, job)
+			return
+		}
+	}
+	title := ""
+	if in.Outline != nil {
+		title = in.Outline.Title
+	}
+	if title == "" {
+		title = "Untitled"
+	}
+	s.cfg.Web.Progress(w, r, job.ID, title)
+}

@@ -488,6 +488,11 @@ func (s *Server) jobResult(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.writeResult(w, r, rc, job)
+}
+
+// writeResult sends the result PDF of job, read from rc.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, rc io.Reader, job jobs.Job) {
 	h := w.Header()
 	h.Set("Content-Type", "application/pdf")
 	h.Set("Content-Disposition", contentDisposition(strings.TrimSuffix(job.Name, ".md")))

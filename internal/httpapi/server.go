@@ -43,6 +43,18 @@ type Renderer interface {
 	Render(ctx context.Context, pr *render.Prepared, progress func(render.Progress)) (*render.Result, error)
 }
 
+// WebPages is the page for people: its files, and the progress page an
+// Outline reader's browser gets while its document prints as a job.
+// *web.Site implements it.
+type WebPages interface {
+	http.Handler
+	Progress(w http.ResponseWriter, r *http.Request, jobID, title string)
+}
+
+// Rasterizer draws a page of a PDF as a PNG (jobs.Rasterizer);
+// *raster.Rasterizer implements it.
+type Rasterizer = jobs.Rasterizer
+
 // Authenticator confirms an API key. It returns the key's user and tenant.
 // *config.Config implements it.
 type Authenticator interface {
@@ -131,10 +143,11 @@ type Config struct {
 	MaxEventStreams int
 	// Raster draws the page thumbnails of job results (GET
 	// /v1/jobs/{id}/pages/{n}.png); nil answers them 404.
-	Raster jobs.Rasterizer
-	// Web serves the web page (GET / and its files, see package web); nil
-	// answers 404 there.
-	Web http.Handler
+	Raster Rasterizer
+	// Web serves the page for people (GET / and /assets/, package web)
+	// and the progress page of Outline readers' browsers; nil answers 404
+	// there and gives browsers the synchronous answer.
+	Web WebPages
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -204,6 +217,10 @@ func (s *Server) Handler() http.Handler {
 	s.jobRoutes(mux)
 	s.consoleRoutes(mux)
 	s.formRoutes(mux)
+	if s.cfg.Web != nil {
+		mux.Handle("/{$}", method(s, http.MethodGet, s.cfg.Web.ServeHTTP))
+		mux.Handle("/assets/", method(s, http.MethodGet, s.cfg.Web.ServeHTTP))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotFound)
 	})
