@@ -157,7 +157,7 @@ $('print-form').addEventListener('submit', async (e) => {
   $('submit').disabled = true;
   announce('Sending the document…');
   try {
-    const res = await api('/v1/jobs', { method: 'POST', body: form });
+    const res = await api('v1/jobs', { method: 'POST', body: form });
     if (res.status === 202 || res.status === 200) {
       const job = await res.json();
       $('problems').hidden = true;
@@ -290,7 +290,7 @@ async function streamEvents(id, signal, onEvent) {
     try {
       const h = { Accept: 'text/event-stream' };
       if (last) h['Last-Event-ID'] = last;
-      res = await api('/v1/jobs/' + id + '/events', { headers: h, signal });
+      res = await api('v1/jobs/' + id + '/events', { headers: h, signal });
     } catch (e) {
       if (signal.aborted) return;
       await sleep(1000);
@@ -344,7 +344,7 @@ $('cancel').addEventListener('click', async () => {
   $('cancel').disabled = true;
   announce('Cancelling…');
   try {
-    const res = await api('/v1/jobs/' + watching.id, { method: 'DELETE' });
+    const res = await api('v1/jobs/' + watching.id, { method: 'DELETE' });
     if (!res.ok) announce((await errorsOf(res)).map((x) => x.message).join(' '));
   } catch (e) { announce(String(e.message || e)); }
 });
@@ -362,7 +362,7 @@ async function thumbnails(id, pages) {
     li.append(img, 'Page ' + p);
     ul.append(li);
     try {
-      const res = await api('/v1/jobs/' + id + '/pages/' + p + '.png?width=300');
+      const res = await api('v1/jobs/' + id + '/pages/' + p + '.png?width=300');
       if (!res.ok) { img.alt = 'Page ' + p + ' (no preview)'; continue; }
       img.src = URL.createObjectURL(await res.blob());
     } catch (e) { img.alt = 'Page ' + p + ' (no preview)'; }
@@ -385,7 +385,7 @@ function fileName(res) {
 $('download').addEventListener('click', async () => {
   if (!watching) return;
   try {
-    const res = await api('/v1/jobs/' + watching.id + '/result');
+    const res = await api('v1/jobs/' + watching.id + '/result');
     if (!res.ok) { announce((await errorsOf(res)).map((x) => x.message).join(' ')); return; }
     const url = URL.createObjectURL(await res.blob());
     const a = document.createElement('a');
@@ -402,7 +402,7 @@ $('download').addEventListener('click', async () => {
 // ---- your jobs ----
 async function loadJobs() {
   let res;
-  try { res = await api('/v1/jobs?limit=20'); } catch (e) { return; }
+  try { res = await api('v1/jobs?limit=20'); } catch (e) { return; }
   if (!res.ok) return;
   const body = await res.json();
   const rows = $('job-rows');

@@ -35,7 +35,7 @@ function show(ev) {
 
 // EventSource resumes with Last-Event-ID by itself after a drop, and stops
 // when the server answers 204 (the job ended and we saw its end).
-const es = new EventSource('/v1/jobs/' + id + '/events');
+const es = new EventSource('../v1/jobs/' + id + '/events');
 es.addEventListener('job', (e) => {
   const ev = JSON.parse(e.data);
   show(ev);
