@@ -263,13 +263,21 @@ func TestWebAsksForKey(t *testing.T) {
 	p := openPage(t, s)
 	p.do("open the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#key")))
 	testenv.Axe(t, p.ctx, p.axe, "key prompt")
-	p.do("print without a key", chromedp.SetValue(chromedp.CSS("#markdown"), "# Memo\n\nText.\n"))
-	p.do("enter the key", chromedp.SendKeys(chromedp.CSS("#key"), "ann-key"), chromedp.Click(chromedp.CSS("#key-form button")),
+	// Keyboard only: type the key and press Enter.
+	p.do("enter the key", chromedp.Focus(chromedp.CSS("#key")), chromedp.KeyEvent("ann-key\r"),
 		chromedp.WaitNotVisible(chromedp.CSS("#key-section")))
 	if got := p.eval(`sessionStorage.getItem('outprint.apiKey') + ' ' + String(localStorage.length) + ' ' + location.href`); got != "ann-key 0 "+s.url+"/" {
 		t.Errorf("key kept as %q, want in sessionStorage only and never in the URL", got)
 	}
-	p.do("print", chromedp.Click(chromedp.CSS("#submit")))
+	// Type the document, Tab to the Print button and press Enter.
+	p.do("type", chromedp.Focus(chromedp.CSS("#markdown")), chromedp.KeyEvent("# Memo\r\rTyped by keyboard.\r"))
+	for i := 0; p.eval(`document.activeElement.id`) != "submit"; i++ {
+		if i == 30 {
+			t.Fatalf("Tab never reached the Print button (at %q)", p.eval(`document.activeElement.id`))
+		}
+		p.do("tab", chromedp.KeyEvent("\t"))
+	}
+	p.do("press Enter", chromedp.KeyEvent("\r"))
 	p.waitText("#j-state", "Succeeded", 3*time.Minute)
 	if _, err := os.Stat(data); err != nil {
 		t.Fatal(err)
