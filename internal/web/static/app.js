@@ -430,3 +430,133 @@ $('refresh').addEventListener('click', loadJobs);
 
 loadJobs();
 route();
+
+// ---- forms ----
+// A PDF form's fields become an HTML form; its values go back with the PDF
+// as a job (POST /v1/jobs with parts pdf and values), watched like any job.
+let formFields = [];
+
+function formProblems(list) {
+  const ul = $('form-problem-list');
+  ul.replaceChildren();
+  for (const p of list) {
+    const li = document.createElement('li');
+    li.textContent = (p.field ? p.field + ': ' : '') + (p.message || p.code || 'error');
+    ul.append(li);
+  }
+  $('form-problems').hidden = list.length === 0;
+  if (list.length) announce(list.length + ' problem' + (list.length === 1 ? '' : 's') + ' with the form.');
+}
+
+function fieldControl(f, i) {
+  const id = 'ff-' + i;
+  const wrap = document.createElement('div');
+  wrap.className = 'field';
+  const label = document.createElement('label');
+  label.htmlFor = id;
+  label.textContent = f.name + (f.required ? ' (required)' : '');
+  let input;
+  const opts = f.options || [];
+  const labels = f.labels || opts;
+  if (f.type === 'checkbox' && opts.length <= 1) {
+    wrap.className = 'field check';
+    input = document.createElement('input');
+    input.type = 'checkbox';
+    input.checked = f.value === true;
+    wrap.append(input, label);
+  } else if (f.type === 'radio' || f.type === 'choice' || f.type === 'checkbox') {
+    input = document.createElement('select');
+    if (f.multiSelect) input.multiple = true;
+    const none = document.createElement('option');
+    none.value = '';
+    none.textContent = '—';
+    if (!f.multiSelect) input.append(none);
+    opts.forEach((o, k) => {
+      const op = document.createElement('option');
+      op.value = o;
+      op.textContent = labels[k] || o;
+      op.selected = Array.isArray(f.value) ? f.value.includes(o) : f.value === o;
+      input.append(op);
+    });
+    wrap.append(label, input);
+  } else {
+    input = document.createElement(f.multiline ? 'textarea' : 'input');
+    if (f.maxLen) input.maxLength = f.maxLen;
+    input.value = typeof f.value === 'string' ? f.value : '';
+    if (f.type === 'signature') {
+      input.disabled = true;
+      input.placeholder = 'Signature fields cannot be filled here';
+    }
+    wrap.append(label, input);
+  }
+  input.id = id;
+  if (f.readOnly) input.disabled = true;
+  return wrap;
+}
+
+$('form-pick').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const file = $('form-pdf').files[0];
+  if (!file) { formProblems([{ message: 'Choose a PDF form first.' }]); $('form-pdf').focus(); return; }
+  const body = new FormData();
+  body.append('pdf', file, file.name);
+  $('form-read').disabled = true;
+  try {
+    const res = await api('v1/forms/fields', { method: 'POST', body });
+    if (!res.ok) { formProblems(await errorsOf(res)); return; }
+    formFields = (await res.json()).fields || [];
+    const box = $('form-fields');
+    box.replaceChildren(...formFields.map(fieldControl));
+    $('form-summary').textContent = formFields.length
+      ? formFields.length + ' field' + (formFields.length === 1 ? '' : 's') + ' in ' + file.name + '.'
+      : file.name + ' has no fields to fill; it comes back flattened as it is.';
+    $('form-fill').hidden = false;
+    formProblems([]);
+    announce('Read ' + formFields.length + ' fields.');
+    const first = box.querySelector('input:not([disabled]),select:not([disabled]),textarea:not([disabled])');
+    if (first) first.focus();
+  } catch (err) {
+    formProblems([{ message: String(err.message || err) }]);
+  } finally {
+    $('form-read').disabled = false;
+  }
+});
+
+$('form-fill').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const file = $('form-pdf').files[0];
+  if (!file) return;
+  const values = {};
+  formFields.forEach((f, i) => {
+    const el = $('ff-' + i);
+    if (!el || el.disabled) return;
+    if (el.type === 'checkbox') { if (el.checked !== (f.value === true)) values[f.name] = el.checked; return; }
+    if (el.multiple) {
+      const sel = [...el.selectedOptions].map((o) => o.value);
+      if (JSON.stringify(sel) !== JSON.stringify(f.value || [])) values[f.name] = sel;
+      return;
+    }
+    if (el.value !== (typeof f.value === 'string' ? f.value : '')) {
+      if (el.value !== '' || f.type === 'text') values[f.name] = el.value;
+    }
+  });
+  const body = new FormData();
+  body.append('pdf', file, file.name);
+  body.append('values', new Blob([JSON.stringify(values)], { type: 'application/json' }), 'values.json');
+  $('form-submit').disabled = true;
+  try {
+    const res = await api('v1/jobs', { method: 'POST', body });
+    if (res.status === 202 || res.status === 200) {
+      const job = await res.json();
+      formProblems([]);
+      location.hash = '#job=' + job.id;
+      loadJobs();
+      return;
+    }
+    formProblems(await errorsOf(res));
+  } catch (err) {
+    formProblems([{ message: String(err.message || err) }]);
+  } finally {
+    $('form-submit').disabled = false;
+  }
+});
