@@ -69,6 +69,10 @@ type jobsOptions struct {
 	outline bool
 	// configure, when set, adjusts the server's Config last.
 	configure func(e *jobsEnv, cfg *Config)
+	// webhooks and callbacks, when set, deliver and accept job callbacks
+	// (webhook_test.go).
+	webhooks  *jobs.WebhookConfig
+	callbacks Callbacks
 }
 
 // jobsEnv is a server with the job routes.
@@ -143,6 +147,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		FetchCooldown:     5 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
 		Logger:            quietJobLogger(),
+		Webhooks:          webhookConfig(o.webhooks),
 	})
 	if err != nil {
 		t.Fatalf("jobs.New: %v", err)
@@ -166,6 +171,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		Auth:      olKeys{keyAlice: {"alice", "acme"}, keyBob: {"bob", "acme"}, keyOscar: {"oscar", "other"}},
 		Jobs:      e.svc,
 		Logger:    quietJobLogger(),
+		Callbacks: o.callbacks,
 	}
 	if o.outline {
 		e.fake = outlinetest.New(t)

@@ -235,6 +235,9 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 		return job, false, err
 	}
 	s.failpoint(FailAfterJobCreate)
+	if in.Callback != nil {
+		job.Webhook = &WebhookStatus{State: WebhookPending}
+	}
 	return job, true, nil
 }
 
