@@ -19,6 +19,10 @@
 //     one they were set for, even where Go's own rule would forward them to a
 //     subdomain.
 //
+// Webhook callbacks use a Client of their own (Config.AnyHTTPS,
+// TrustAllowHosts, no redirects): https to any public address, and http or
+// private addresses only for webhooks.allowHosts.
+//
 // A Client is safe for concurrent use.
 package fetch
 
