@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -234,4 +235,20 @@ func settleAndKill(t *testing.T, conf, receiver string) string {
 		t.Fatalf("serve ended with %v, want SIGKILL at %s:\n%s", werr, jobs.FailAfterSettle, p.stderr.String())
 	}
 	return j.ID
+}
+
+// TestConfigCheckWebhooks: a default callback the policy refuses, and one
+// of a tenant without secrets, stop `config check` naming the setting.
+func TestConfigCheckWebhooks(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "outprint.yaml")
+	yaml := fmt.Sprintf("auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: %s, callbackUrl: 'https://10.0.0.1/hook', webhookSecrets: [%s]}\n"+
+		"    - {user: b, tenant: u, sha256: %s, callbackUrl: 'https://hooks.example.com/'}\n", config.KeyDigest("k1"), hookSecret, config.KeyDigest("k2"))
+	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, "config", "check", conf)
+	if code != exitUsage || !strings.Contains(errOut, "auth.apiKeys[0].callbackUrl") || !strings.Contains(errOut, "private") ||
+		!strings.Contains(errOut, "auth.apiKeys[1].callbackUrl is set but tenant \"u\" has no webhookSecrets") {
+		t.Errorf("config check = exit %d, stderr:\n%s\nwant exit %d naming both callbackUrl settings", code, errOut, exitUsage)
+	}
 }
