@@ -172,7 +172,7 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 				t.Fatalf("job after the kill = %s, webhook %+v; want succeeded with its webhook due", got.State, got.Webhook)
 			}
 
-			startServeProcess(t, conf)
+			next := startServeProcess(t, conf)
 			deadline := time.Now().Add(2 * time.Minute)
 			for {
 				ids, errs := seen()
@@ -199,6 +199,16 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 				st = storedTenantJob(t, dbURL, data, j.ID, "acme")
+			}
+			// The new process counted its delivery.
+			resp, err := http.Get(next.url + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			metrics, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(metrics), `outprint_webhook_deliveries_total{outcome="delivered"} 1`) {
+				t.Errorf("/metrics of the process that delivered lacks one delivered webhook:\n%s", grepLines(string(metrics), "webhook"))
 			}
 		})
 	}
@@ -251,4 +261,15 @@ func TestConfigCheckWebhooks(t *testing.T) {
 		!strings.Contains(errOut, "auth.apiKeys[1].callbackUrl is set but tenant \"u\" has no webhookSecrets") {
 		t.Errorf("config check = exit %d, stderr:\n%s\nwant exit %d naming both callbackUrl settings", code, errOut, exitUsage)
 	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -437,13 +437,14 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d)+1))
 }
 
-// callbackHost is the host:port deliveries are limited by.
+// callbackHost is the receiver host deliveries are limited by: the host
+// name, whatever the port, since ports of one host share its capacity.
 func callbackHost(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return rawURL
 	}
-	return strings.ToLower(u.Host)
+	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 }
 
 // hostLimiter bounds the deliveries in flight per receiver host in this
