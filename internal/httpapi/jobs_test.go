@@ -70,6 +70,10 @@ type jobsOptions struct {
 	outline bool
 	// configure, when set, adjusts the server's Config last.
 	configure func(e *jobsEnv, cfg *Config)
+	// webhooks and callbacks, when set, deliver and accept job callbacks
+	// (webhook_test.go).
+	webhooks  *jobs.WebhookConfig
+	callbacks Callbacks
 }
 
 // jobsEnv is a server with the job routes.
@@ -148,6 +152,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		FetchCooldown:     5 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
 		Logger:            quietJobLogger(),
+		Webhooks:          webhookConfig(o.webhooks),
 	})
 	if err != nil {
 		t.Fatalf("jobs.New: %v", err)
@@ -172,6 +177,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		Jobs:      e.svc,
 		Forms:     filler,
 		Logger:    quietJobLogger(),
+		Callbacks: o.callbacks,
 	}
 	if o.outline {
 		e.fake = outlinetest.New(t)

@@ -121,6 +121,13 @@ type Config struct {
 	// BodyTimeout bounds reading the request body (default
 	// DefaultBodyTimeout).
 	BodyTimeout time.Duration
+	// Callbacks checks the callbackUrl of POST /v1/jobs and gives the
+	// API keys' defaults (webhook.go); nil refuses callbacks.
+	Callbacks Callbacks
+	// PublicURL ("https://outprint.example.com", webhooks.publicUrl) makes
+	// the links of webhook bodies absolute; "" uses the scheme and Host of
+	// the request that submitted the job.
+	PublicURL string
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
