@@ -50,6 +50,10 @@ func configCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "outprint config check: %v\n", err)
 		return exitUsage
 	}
+	if _, err := webhookPolicy(cfg); err != nil {
+		printConfigErrors(stderr, "outprint config check", path, err)
+		return exitUsage
+	}
 	if path == "" {
 		fmt.Fprintln(stdout, "# effective configuration: embedded defaults and the environment")
 	} else {

@@ -38,7 +38,7 @@ const jobStartTimeout = 30 * time.Second
 // so jobs and synchronous renders share one budget (SPEC §7). The caller
 // Starts it, Stops it (drain) and then closes the runtime.
 func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
-	adm *admission.Controller, m *metrics.Metrics, log *slog.Logger) (*jobRuntime, error) {
+	adm *admission.Controller, m *metrics.Metrics, wh jobs.WebhookConfig, log *slog.Logger) (*jobRuntime, error) {
 	ctx, cancel := context.WithTimeout(ctx, jobStartTimeout)
 	defer cancel()
 	db, err := jobs.Open(ctx, cfg.Database)
@@ -70,6 +70,7 @@ func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline
 		// storing the result.
 		JobTimeout: cfg.Render.Timeout + time.Minute,
 		Observer:   jobObserver{m},
+		Webhooks:   wh,
 		Logger:     log,
 		Failpoint:  os.Getenv(config.EnvFailpoint),
 	})

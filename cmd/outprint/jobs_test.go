@@ -167,6 +167,12 @@ func (s *service) exited() int {
 // would find it.
 func storedJob(t *testing.T, dbURL, dataDir, id string) jobs.Job {
 	t.Helper()
+	return storedTenantJob(t, dbURL, dataDir, id, "local")
+}
+
+// storedTenantJob is storedJob for a job of tenant.
+func storedTenantJob(t *testing.T, dbURL, dataDir, id, tenant string) jobs.Job {
+	t.Helper()
 	ctx := context.Background()
 	db, err := jobs.Open(ctx, dbURL)
 	if err != nil {
@@ -181,7 +187,7 @@ func storedJob(t *testing.T, dbURL, dataDir, id string) jobs.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := svc.Get(ctx, "local", id)
+	j, err := svc.Get(ctx, tenant, id)
 	if err != nil {
 		t.Fatalf("stored job %s: %v", id, err)
 	}

@@ -701,7 +701,9 @@ auth:
 		"route":  regexp.MustCompile(`^(other|/[a-z0-9/._-]*(\{[a-zA-Z]+\}[a-z0-9/._-]*)*)$`),
 		"result": regexp.MustCompile(`^[a-z_]+$`),
 		"state":  regexp.MustCompile(`^(queued|running|succeeded|failed|cancelled)$`),
-		"le":     regexp.MustCompile(`^([0-9.e+-]+|\+Inf)$`),
+		// Webhook deliveries (issue 16).
+		"outcome": regexp.MustCompile(`^(delivered|retry|dead)$`),
+		"le":      regexp.MustCompile(`^([0-9.e+-]+|\+Inf)$`),
 	}
 	secrets := append([]string{tenant, user, docText, userKey, adminKey, "TN7788", "UN5566", "DT4410"}, hostile...)
 	for name, f := range fams {

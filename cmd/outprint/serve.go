@@ -186,10 +186,24 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		return exitInternal
 	}
 
+	// Job callbacks (webhooks.go): the policy acceptance checks them
+	// with, and the delivery the job service makes.
+	policy, err := webhookPolicy(cfg)
+	if err != nil {
+		log.Error("webhooks", "err", err)
+		return exitUsage
+	}
+	wh, whClient, err := webhookDelivery(cfg, policy, m)
+	if err != nil {
+		log.Error("webhooks", "err", err)
+		return exitInternal
+	}
+	defer whClient.CloseIdleConnections()
+
 	// Jobs render through the same Render stage and hold an admission
 	// slot while they do (jobs.go). Their workers start with the server
 	// and drain in shutdown.
-	jr, err := openJobs(ctx, cfg, pipeline, renderer, filler, adm, m, log)
+	jr, err := openJobs(ctx, cfg, pipeline, renderer, filler, adm, m, wh, log)
 	if err != nil {
 		log.Error("jobs", "err", err, "setting", "database (OUTPRINT_DATABASE)")
 		return exitInternal
@@ -252,6 +266,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		Logger:       log,
 		Web:          site,
 		Raster:       thumbs,
+		Callbacks:    policy,
+		PublicURL:    cfg.Webhooks.PublicURL,
 	})
 
 	// Request contexts derive from base. When the grace period runs out,

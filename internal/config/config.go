@@ -64,6 +64,8 @@ type Config struct {
 	Outline Outline
 	// Images bounds where external images come from.
 	Images Images
+	// Webhooks bounds where job callbacks go.
+	Webhooks Webhooks
 	// Auth holds the API keys.
 	Auth Auth
 	// Jobs sets job retention.
@@ -133,6 +135,13 @@ type APIKey struct {
 	// Admin lets the key open the operators' console, River's web UI
 	// under /admin/river/ (default false).
 	Admin bool
+	// CallbackURL is the default callback of this key's jobs (optional,
+	// callbackUrl).
+	CallbackURL string
+	// WebhookSecrets sign the tenant's webhooks (optional,
+	// webhookSecrets: up to two "whsec_" + base64 secrets, both signing
+	// while one rotates). Never shown by Effective.
+	WebhookSecrets []string
 }
 
 // Admin holds the operators' console settings.

@@ -207,7 +207,7 @@ func decodeAPIKeys(f *fileDecoder, n *yaml.Node, key string) {
 	}
 	fieldNames := []string{"user", "tenant", "sha256"}
 	// optionalNames may be left out.
-	optionalNames := []string{"admin"}
+	optionalNames := append([]string{"admin"}, keyWebhookFields...)
 	knownNames := append(slices.Clone(fieldNames), optionalNames...)
 	var keys []APIKey
 	firstDigest := map[string]int{}
@@ -273,6 +273,7 @@ func decodeAPIKeys(f *fileDecoder, n *yaml.Node, key string) {
 				k.Admin = b
 			}
 		}
+		f.keyWebhooks(got, label, &k)
 		keys = append(keys, k)
 	}
 	if len(f.errs) == nerr {
@@ -293,15 +294,16 @@ func showAPIKeys(c *Config) *yaml.Node {
 		if len(d) > 8 {
 			d = d[:8] + "…"
 		}
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{
+		m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{
 			strNode("user"), strNode(k.User),
 			strNode("tenant"), strNode(k.Tenant),
 			strNode("sha256"), strNode(d),
-		}})
+		}}
+		n.Content = append(n.Content, m)
 		if k.Admin {
-			m := n.Content[len(n.Content)-1]
 			m.Content = append(m.Content, strNode("admin"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 		}
+		showKeyWebhooks(m, k)
 	}
 	return n
 }

@@ -99,6 +99,32 @@ var settings = []*setting{
 		},
 	},
 	{
+		key: "webhooks.allowHosts", env: "OUTPRINT_WEBHOOKS_ALLOW_HOSTS",
+		want: "must be a list of host names",
+		list: parseAllowHost,
+		setList: func(c *Config, v []string) {
+			if len(v) == 0 {
+				v = nil
+			}
+			c.Webhooks.AllowHosts = v
+		},
+		showNode: func(c *Config) *yaml.Node {
+			n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, h := range c.Webhooks.AllowHosts {
+				n.Content = append(n.Content, strNode(h))
+			}
+			return n
+		},
+	},
+	withNote(str("webhooks.publicUrl", "OUTPRINT_WEBHOOKS_PUBLIC_URL", "must be an http or https URL such as https://outprint.example.com", parsePublicURL,
+		func(c *Config) *string { return &c.Webhooks.PublicURL }),
+		func(c *Config) string {
+			if c.Webhooks.PublicURL == "" {
+				return "links use the Host of the request that submitted the job"
+			}
+			return ""
+		}),
+	{
 		key: "auth.apiKeys", want: "must be a list of {user, tenant, sha256}",
 		file:     decodeAPIKeys,
 		showNode: showAPIKeys,

@@ -19,6 +19,10 @@
 //     one they were set for, even where Go's own rule would forward them to a
 //     subdomain.
 //
+// Webhook callbacks use a Client of their own (Config.AnyHTTPS,
+// TrustAllowHosts, no redirects): https to any public address, and http or
+// private addresses only for webhooks.allowHosts.
+//
 // A Client is safe for concurrent use.
 package fetch
 
@@ -100,6 +104,18 @@ type Config struct {
 	// default a net.Dialer that checks the socket address once more. Tests
 	// use it to prove that a refused address is never dialed.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// AnyHTTPS lets an https URL on any host through, not only on the
+	// allowed hosts; http still needs an allowed host. The dial guard
+	// refuses internal addresses all the same. For webhook callbacks,
+	// which go wherever a client asks.
+	AnyHTTPS bool
+	// TrustAllowHosts lets connections to the allowed hosts reach private
+	// and loopback addresses, as Outline's host may
+	// (webhooks.allowHosts).
+	TrustAllowHosts bool
+	// Setting names AllowHosts in messages (default "images.allowHosts").
+	Setting string
 }
 
 // Client fetches URLs under the rules of the package comment.
@@ -114,6 +130,9 @@ type Client struct {
 	dial         func(ctx context.Context, network, address string) (net.Conn, error)
 	dialTrusted  func(ctx context.Context, network, address string) (net.Conn, error)
 	http         *http.Client
+	anyHTTPS     bool
+	trustAllow   bool
+	setting      string
 }
 
 // New returns a Client for cfg.
@@ -125,6 +144,12 @@ func New(cfg Config) *Client {
 		resolve:      cfg.Resolve,
 		dial:         cfg.Dial,
 		dialTrusted:  cfg.Dial,
+		anyHTTPS:     cfg.AnyHTTPS,
+		trustAllow:   cfg.TrustAllowHosts,
+		setting:      cfg.Setting,
+	}
+	if c.setting == "" {
+		c.setting = "images.allowHosts"
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -350,21 +375,45 @@ func (c *Client) allowed(u *url.URL) error {
 	if c.outline != "" && host == c.outlineHost {
 		return nil
 	}
-	hp := normHost(hostPort(u))
-	for _, a := range c.allow {
+	if matchAllow(c.allow, host, normHost(hostPort(u))) || (c.anyHTTPS && u.Scheme == "https") {
+		return nil
+	}
+	if c.anyHTTPS {
+		return fmt.Errorf("%w: http only to hosts in %s, and %s is not; use https", ErrHostNotAllowed, c.setting, u.Host)
+	}
+	return fmt.Errorf("%w: %s is not in %s", ErrHostNotAllowed, u.Host, c.setting)
+}
+
+// HostAllowed reports whether u's host matches one of the patterns of an
+// allowHosts setting ("example.com" on any port, "example.com:8443",
+// "*.example.com", IP addresses), as a Client matches them.
+func HostAllowed(patterns []string, u *url.URL) bool {
+	allow := make([]string, 0, len(patterns))
+	for _, p := range patterns {
+		if p = normHost(p); p != "" {
+			allow = append(allow, p)
+		}
+	}
+	return matchAllow(allow, normHost(u.Hostname()), normHost(hostPort(u)))
+}
+
+// matchAllow matches a normalized host and host:port against normalized
+// patterns.
+func matchAllow(allow []string, host, hp string) bool {
+	for _, a := range allow {
 		if strings.HasPrefix(a, "*.") {
 			if strings.HasSuffix(host, a[1:]) {
-				return nil
+				return true
 			}
 		} else if _, _, err := net.SplitHostPort(a); err == nil {
 			if hp == a {
-				return nil
+				return true
 			}
 		} else if host == strings.Trim(a, "[]") {
-			return nil
+			return true
 		}
 	}
-	return fmt.Errorf("%w: %s is not in images.allowHosts", ErrHostNotAllowed, u.Host)
+	return false
 }
 
 func httpScheme(u *url.URL) error {
@@ -385,6 +434,9 @@ func (c *Client) guardedDial(ctx context.Context, network, address string) (net.
 		return nil, err
 	}
 	trusted := c.outline != "" && normHost(address) == c.outline
+	if c.trustAllow && !trusted {
+		trusted = matchAllow(c.allow, normHost(host), normHost(address))
+	}
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}

@@ -176,6 +176,9 @@ type jobBody struct {
 			DocumentID string `json:"documentId"`
 		} `json:"outline"`
 	} `json:"source"`
+	// CallbackURL receives the job's status document when it ends
+	// (webhook.go).
+	CallbackURL *string `json:"callbackUrl"`
 }
 
 // readJob reads the body of POST /v1/jobs and runs everything acceptance
@@ -194,18 +197,47 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller) (jobs
 			return jobs.Input{}, errCookieJSON
 		}
 		if s.isFormUpload(w, r) {
-			return s.formJob(w, r)
+			// A form and its values; a callback comes from the key's
+			// default only (the form part reader knows no callbackUrl).
+			in, err := s.formJob(w, r)
+			if err != nil {
+				return in, err
+			}
+			cb, err := s.jobCallback(r, c, nil)
+			if err != nil {
+				return jobs.Input{}, err
+			}
+			in.Callback = cb
+			return in, nil
 		}
-		req, err := s.readRenderRequest(w, r)
+		var callback *string
+		req, err := s.readRenderRequest(w, r, &callback)
 		if err != nil {
 			return jobs.Input{}, err
 		}
-		return s.prepareJob(r.Context(), req, uploadDigest(req))
+		cb, err := s.jobCallback(r, c, callback)
+		if err != nil {
+			return jobs.Input{}, err
+		}
+		in, err := s.prepareJob(r.Context(), req, uploadDigest(req))
+		in.Callback = cb
+		return in, err
 	}
 	body, err := s.readJobJSON(w, r)
 	if err != nil {
 		return jobs.Input{}, err
 	}
+	cb, err := s.jobCallback(r, c, body.CallbackURL)
+	if err != nil {
+		return jobs.Input{}, err
+	}
+	in, err := s.readJobBody(r, body)
+	in.Callback = cb
+	return in, err
+}
+
+// readJobBody prepares the input of a JSON job body.
+func (s *Server) readJobBody(r *http.Request, body jobBody) (jobs.Input, error) {
 	if body.Source != nil {
 		if body.Markdown != nil || len(body.Metadata) > 0 {
 			return jobs.Input{}, badRequest("source", "send either markdown (with metadata) or source, not both")
@@ -585,6 +617,8 @@ type jobView struct {
 	// ExpiresAt is when the input and result are deleted (jobs.ttl).
 	ExpiresAt time.Time `json:"expiresAt"`
 	Links     jobLinks  `json:"links"`
+	// Webhook is the delivery of the job's callback; absent without one.
+	Webhook *jobWebhookView `json:"webhook,omitempty"`
 }
 
 type jobProgress struct {
@@ -617,6 +651,9 @@ func newJobView(j jobs.Job) jobView {
 	}
 	if j.State == jobs.StateFailed {
 		v.Error = &jobErrorView{Code: j.ErrorCode, Message: j.ErrorMessage}
+	}
+	if w := j.Webhook; w != nil {
+		v.Webhook = &jobWebhookView{State: w.State, Attempts: w.Attempts, LastStatus: w.LastStatus, NextAttemptAt: w.NextAttemptAt}
 	}
 	return v
 }

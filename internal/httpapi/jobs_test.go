@@ -77,6 +77,10 @@ type jobsOptions struct {
 	web        bool
 	heartbeat  time.Duration
 	maxStreams int
+	// webhooks and callbacks, when set, deliver and accept job callbacks
+	// (webhook_test.go).
+	webhooks  *jobs.WebhookConfig
+	callbacks Callbacks
 }
 
 // jobsEnv is a server with the job routes.
@@ -155,6 +159,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		FetchCooldown:     5 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
 		Logger:            quietJobLogger(),
+		Webhooks:          webhookConfig(o.webhooks),
 	})
 	if err != nil {
 		t.Fatalf("jobs.New: %v", err)
@@ -179,6 +184,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		Jobs:      e.svc,
 		Forms:     filler,
 		Logger:    quietJobLogger(),
+		Callbacks: o.callbacks,
 	}
 	cfg.EventPoll, cfg.EventHeartbeat, cfg.MaxEventStreams = 20*time.Millisecond, o.heartbeat, o.maxStreams
 	if o.web {

@@ -71,7 +71,7 @@ func (s *Server) renderAPI(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	req, err := s.readRenderRequest(w, r)
+	req, err := s.readRenderRequest(w, r, nil)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -239,7 +239,7 @@ func isAttrChar(b byte) bool {
 // parsed: the document part is read through a limit one byte above it, and
 // a body whose declared length cannot fit is refused before it is read.
 // Reading is bounded in time by BodyTimeout.
-func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request) (req render.Request, err error) {
+func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request, callback **string) (req render.Request, err error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return render.Request{}, errUnsupported
@@ -266,7 +266,7 @@ func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request) (req 
 			return render.Request{}, errRequestTooBig
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-		return readMultipart(r)
+		return readMultipart(r, callback)
 	case "application/json":
 		if r.ContentLength > maxJSONBytes {
 			return render.Request{}, limits.TooLarge(r.ContentLength)
@@ -314,7 +314,10 @@ func readJSON(r *http.Request) (render.Request, error) {
 	return render.Request{Name: "document.md", Markdown: []byte(*body.Markdown), Metadata: meta, Images: images.Assets{}}, nil
 }
 
-func readMultipart(r *http.Request) (render.Request, error) {
+// readMultipart reads a multipart render request. callback, when not nil,
+// receives the value of a callbackUrl part (POST /v1/jobs); with nil such
+// a part is unknown.
+func readMultipart(r *http.Request, callback **string) (render.Request, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return render.Request{}, badRequest("", "the multipart body cannot be read: "+err.Error())
@@ -383,6 +386,22 @@ func readMultipart(r *http.Request) (render.Request, error) {
 				return render.Request{}, partError(r, err)
 			}
 			assets[name] = b
+		case "callbackUrl":
+			if callback == nil {
+				return render.Request{}, badRequest(part.FormName(), fmt.Sprintf("unknown part %q: use document, metadata and asset", part.FormName()))
+			}
+			if *callback != nil {
+				return render.Request{}, badRequest("callbackUrl", "send one callbackUrl part")
+			}
+			b, err := io.ReadAll(io.LimitReader(part, maxCallbackPart+1))
+			if err != nil {
+				return render.Request{}, partError(r, err)
+			}
+			if len(b) > maxCallbackPart {
+				return render.Request{}, badRequest("callbackUrl", fmt.Sprintf("the callbackUrl part is larger than %d bytes", maxCallbackPart))
+			}
+			v := string(b)
+			*callback = &v
 		default:
 			return render.Request{}, badRequest(part.FormName(), fmt.Sprintf("unknown part %q: use document, metadata and asset", part.FormName()))
 		}

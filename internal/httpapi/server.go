@@ -148,6 +148,13 @@ type Config struct {
 	// and the progress page of Outline readers' browsers; nil answers 404
 	// there and gives browsers the synchronous answer.
 	Web WebPages
+	// Callbacks checks the callbackUrl of POST /v1/jobs and gives the
+	// API keys' defaults (webhook.go); nil refuses callbacks.
+	Callbacks Callbacks
+	// PublicURL ("https://outprint.example.com", webhooks.publicUrl) makes
+	// the links of webhook bodies absolute; "" uses the scheme and Host of
+	// the request that submitted the job.
+	PublicURL string
 }
 
 // Server is the HTTP API. It is safe for concurrent use.

@@ -36,6 +36,7 @@ type acceptReq struct {
 	digest   string
 	key      string
 	manifest string
+	callback *Callback
 
 	// Set by the leader before done closes.
 	keyTaken bool
@@ -197,5 +198,5 @@ func (s *Service) insertAccepted(ctx context.Context, tx txOps, batch []*acceptR
 	if _, err := tx.exec(ctx, q.String(), args...); err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}
-	return nil
+	return insertCallbacks(ctx, tx, live)
 }

@@ -114,6 +114,9 @@ type Job struct {
 	// OutlineDocumentID is set for Outline jobs; the HTTP layer re-checks
 	// the downloading reader's right to this document before Result.
 	OutlineDocumentID string
+	// Webhook is the delivery of the job's callback (webhook.go), nil when
+	// the job has none. Get and Cancel fill it; List does not.
+	Webhook *WebhookStatus
 }
 
 // Terminal reports whether the job has ended (succeeded, failed or
@@ -147,6 +150,9 @@ type Input struct {
 	// Digest identifies the request for idempotency. When empty, Submit
 	// computes it from the canonical request (RequestDigest).
 	Digest string
+	// Callback, when set, receives the job's status document once it
+	// ends (webhook.go).
+	Callback *Callback
 }
 
 // OutlineSource describes an Outline document fetched at acceptance. Its
@@ -298,9 +304,12 @@ type Config struct {
 	Observer Observer
 	// Logger receives job and River logs (default slog.Default()).
 	Logger *slog.Logger
+	// Webhooks tunes the delivery of callbacks (webhook.go).
+	Webhooks WebhookConfig
 	// Failpoint, for crash tests only, kills the process with SIGKILL at a
 	// named point: after-input-store, after-job-create, during-render,
-	// after-output-store, before-success. Empty in production.
+	// after-output-store, before-success, after-settle. Empty in
+	// production.
 	Failpoint string
 }
 
@@ -346,8 +355,12 @@ func (c Config) withDefaults() (Config, error) {
 	case c.FetchPollInterval < c.FetchCooldown:
 		return c, fmt.Errorf("jobs: FetchPollInterval %s is shorter than FetchCooldown %s", c.FetchPollInterval, c.FetchCooldown)
 	}
+	var err error
+	if c.Webhooks, err = c.Webhooks.withDefaults(); err != nil {
+		return c, err
+	}
 	switch c.Failpoint {
-	case "", FailAfterInputStore, FailAfterJobCreate, FailDuringRender, FailAfterOutputStore, FailBeforeSuccess:
+	case "", FailAfterInputStore, FailAfterJobCreate, FailDuringRender, FailAfterOutputStore, FailBeforeSuccess, FailAfterSettle:
 	default:
 		return c, fmt.Errorf("jobs: unknown failpoint %q", c.Failpoint)
 	}
@@ -370,4 +383,7 @@ const (
 	FailDuringRender     = "during-render"
 	FailAfterOutputStore = "after-output-store"
 	FailBeforeSuccess    = "before-success"
+	// FailAfterSettle is right after the transaction that made a job
+	// succeed (and scheduled its webhook) committed.
+	FailAfterSettle = "after-settle"
 )

@@ -46,6 +46,8 @@ type Service struct {
 	// stopping is set by Stop: a job whose context ends while it is set is
 	// given back to the queue instead of failed.
 	stopping atomic.Bool
+	// hosts bounds the webhook deliveries in flight per receiver host.
+	hosts hostLimiter
 }
 
 type runningJob struct {
@@ -72,9 +74,16 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &renderWorker{s: s})
 	river.AddWorker(workers, &sweepWorker{s: s})
+	// The delivery worker is registered even without a Sender: River
+	// refuses to insert a job of a kind it does not know, and settling a
+	// job inserts its delivery whoever will make it.
+	river.AddWorker(workers, &webhookWorker{s: s})
 	queues := map[string]river.QueueConfig{queueMaintenance: {MaxWorkers: 1}}
 	if r != nil {
 		queues[queueRender] = river.QueueConfig{MaxWorkers: cfg.MaxWorkers}
+	}
+	if cfg.Webhooks.Sender != nil {
+		queues[queueWebhook] = river.QueueConfig{MaxWorkers: cfg.Webhooks.MaxWorkers}
 	}
 	rc := &river.Config{
 		Queues:               queues,
@@ -153,6 +162,9 @@ func validateInput(in Input) error {
 	if in.Outline != nil && in.Outline.DocumentID == "" {
 		return errors.New("submit: outline source without document id")
 	}
+	if err := validateCallback(in.Callback); err != nil {
+		return err
+	}
 	if k := in.IdempotencyKey; k != "" {
 		ok := len(k) <= maxIdempotencyKey
 		for i := 0; ok && i < len(k); i++ {
@@ -212,7 +224,7 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 	}
 	s.failpoint(FailAfterInputStore)
 
-	req := &acceptReq{job: job, digest: digest, key: in.IdempotencyKey, manifest: manifest}
+	req := &acceptReq{job: job, digest: digest, key: in.IdempotencyKey, manifest: manifest, callback: in.Callback}
 	s.accept(ctx, req)
 	if req.err != nil || req.keyTaken {
 		s.discardInput(ctx, keys)
@@ -226,6 +238,9 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 		return job, false, err
 	}
 	s.failpoint(FailAfterJobCreate)
+	if in.Callback != nil {
+		job.Webhook = &WebhookStatus{State: WebhookPending}
+	}
 	return job, true, nil
 }
 
@@ -405,6 +420,9 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
+	if job.Webhook, err = s.webhookStatus(ctx, id); err != nil {
+		return Job{}, err
+	}
 	return job, nil
 }
 
@@ -468,6 +486,9 @@ func (s *Service) Cancel(ctx context.Context, tenant, id string) (Job, error) {
 			return err
 		}
 		cancelled = true
+		if err := s.scheduleWebhook(ctx, tx, id, now); err != nil {
+			return err
+		}
 		if riverID != nil {
 			return tx.cancel(ctx, *riverID)
 		}

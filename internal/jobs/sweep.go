@@ -96,10 +96,18 @@ func (s *Service) sweepLost(ctx context.Context) (int, error) {
 	n := 0
 	for _, id := range ids {
 		now := s.now()
-		c, err := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET state = 'failed', phase = '', error_code = $2,
-				error_message = $3, finished_at = $4, expires_at = $5
-			WHERE id = $1 AND state IN ('queued', 'running')`,
-			id, CodeExhausted, "the job's worker stopped and its attempts are used up", now, now.Add(s.cfg.TTL))
+		var c int64
+		err := s.q.inTx(ctx, false, func(tx txOps) error {
+			var err error
+			c, err = tx.exec(ctx, `UPDATE outprint_jobs SET state = 'failed', phase = '', error_code = $2,
+					error_message = $3, finished_at = $4, expires_at = $5
+				WHERE id = $1 AND state IN ('queued', 'running')`,
+				id, CodeExhausted, "the job's worker stopped and its attempts are used up", now, now.Add(s.cfg.TTL))
+			if err != nil || c == 0 {
+				return err
+			}
+			return s.scheduleWebhook(ctx, tx, id, now)
+		})
 		if err != nil {
 			return n, fmt.Errorf("sweep lost job %s: %w", id, err)
 		}
@@ -145,6 +153,11 @@ func (s *Service) sweepRows(ctx context.Context) (int, error) {
 	n, err := s.db.pool().exec(ctx, `DELETE FROM outprint_jobs WHERE created_at < $1 AND files_deleted = TRUE`, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("sweep job rows: %w", err)
+	}
+	// A callback goes with its job's row.
+	if _, err := s.db.pool().exec(ctx, `DELETE FROM outprint_webhooks WHERE created_at < $1
+		AND NOT EXISTS (SELECT 1 FROM outprint_jobs j WHERE j.id = outprint_webhooks.job_id)`, cutoff); err != nil {
+		return 0, fmt.Errorf("sweep webhooks: %w", err)
 	}
 	return int(n), nil
 }

@@ -191,7 +191,7 @@ var errNotRunning = errors.New("job no longer running")
 // transaction, so that neither can happen without the other.
 func (s *Service) succeed(ctx context.Context, rj *river.Job[renderArgs], pages int) error {
 	now := s.now()
-	return s.q.inTx(ctx, false, func(tx txOps) error {
+	err := s.q.inTx(ctx, false, func(tx txOps) error {
 		n, err := tx.exec(ctx, `UPDATE outprint_jobs SET state = 'succeeded', phase = '', pages = $2, finished_at = $3,
 				expires_at = $4, error_code = '', error_message = ''
 			WHERE id = $1 AND state = 'running'`, rj.Args.JobID, pages, now, now.Add(s.cfg.TTL))
@@ -201,9 +201,16 @@ func (s *Service) succeed(ctx context.Context, rj *river.Job[renderArgs], pages 
 		if n == 0 {
 			return errNotRunning
 		}
+		if err := s.scheduleWebhook(ctx, tx, rj.Args.JobID, now); err != nil {
+			return err
+		}
 		s.failpoint(FailBeforeSuccess)
 		return tx.complete(ctx, rj)
 	})
+	if err == nil {
+		s.failpoint(FailAfterSettle)
+	}
+	return err
 }
 
 // settle decides what a failed attempt means. ctx is River's context for
@@ -273,16 +280,24 @@ func documentError(le *limits.Error) error {
 	return fmt.Errorf("document error: %s (the job's row holds the message)", le.Code())
 }
 
-// fail moves the row to failed with a client-facing code and message; the
-// internal error goes to the log and last_error only.
+// fail moves the row to failed with a client-facing code and message, and
+// schedules its webhook in the same transaction; the internal error goes
+// to the log and last_error only.
 func (s *Service) fail(ctx context.Context, id, code, message string, cause error, took time.Duration, log interface {
 	Warn(string, ...any)
 }) {
 	now := s.now()
-	if _, err := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET state = 'failed', phase = '', error_code = $2, error_message = $3,
-			last_error = $4, finished_at = $5, expires_at = $6
-		WHERE id = $1 AND state IN ('queued', 'running')`,
-		id, code, message, truncate(cause.Error(), 2000), now, now.Add(s.cfg.TTL)); err != nil {
+	err := s.q.inTx(ctx, false, func(tx txOps) error {
+		n, err := tx.exec(ctx, `UPDATE outprint_jobs SET state = 'failed', phase = '', error_code = $2, error_message = $3,
+				last_error = $4, finished_at = $5, expires_at = $6
+			WHERE id = $1 AND state IN ('queued', 'running')`,
+			id, code, message, truncate(cause.Error(), 2000), now, now.Add(s.cfg.TTL))
+		if err != nil || n == 0 {
+			return err
+		}
+		return s.scheduleWebhook(ctx, tx, id, now)
+	})
+	if err != nil {
 		log.Warn("jobs: record failure", "code", code, "err", err)
 	}
 	if s.cfg.Observer != nil {

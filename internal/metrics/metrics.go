@@ -112,6 +112,7 @@ type Metrics struct {
 	jobAccepted    prometheus.Counter
 	jobFinished    *prometheus.CounterVec
 	requests       *prometheus.HistogramVec
+	webhooks       *prometheus.CounterVec
 	sources        *sourceCollector
 }
 
@@ -160,6 +161,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer HTTP requests, by route (the registered pattern, \"other\" for unknown paths) and status code.",
 			Buckets: requestBuckets,
 		}, []string{"route", "code"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "webhook", Name: "deliveries_total",
+			Help: "Webhook delivery attempts, by outcome: delivered, retry (failed, tried again later) or dead (given up).",
+		}, []string{"outcome"}),
 		sources: newSourceCollector(),
 	}
 	for _, code := range refusalCodes {
@@ -168,12 +173,15 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, state := range finishedStates {
 		m.jobFinished.WithLabelValues(state)
 	}
+	for _, o := range webhookOutcomes {
+		m.webhooks.WithLabelValues(o)
+	}
 	peak := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "render", Name: "peak_memory_bytes",
 		Help: "Largest maximum resident set size of any render process since the service started.",
 	}, func() float64 { return float64(m.peakMemory.Load()) })
 	reg.MustRegister(m.refusals, m.renderDuration, m.queueWait, peak,
-		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.jobAccepted, m.jobFinished, m.requests, m.sources)
+		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.jobAccepted, m.jobFinished, m.requests, m.webhooks, m.sources)
 	return m
 }
 
@@ -303,6 +311,25 @@ func (m *Metrics) JobFinished(state string) {
 func (m *Metrics) ObserveRequest(route string, status int, d time.Duration) {
 	if m != nil {
 		m.requests.WithLabelValues(route, strconv.Itoa(status)).Observe(d.Seconds())
+	}
+}
+
+// webhookOutcomes are the outcome labels of webhook deliveries, the only
+// ones WebhookAttempt records (jobs.WebhookOutcome*): the label stays
+// bounded whatever a receiver answers.
+var webhookOutcomes = []string{"delivered", "retry", "dead"}
+
+// WebhookAttempt counts one webhook delivery attempt by outcome; an
+// outcome not in webhookOutcomes is ignored.
+func (m *Metrics) WebhookAttempt(outcome string) {
+	if m == nil {
+		return
+	}
+	for _, o := range webhookOutcomes {
+		if o == outcome {
+			m.webhooks.WithLabelValues(o).Inc()
+			return
+		}
 	}
 }
 

@@ -1,0 +1,495 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// Webhooks (issue 16): a job may name a callback URL; when it reaches a
+// terminal state, its status document is POSTed there, signed.
+//
+// Durability comes from where the delivery starts: the transaction that
+// settles the job (succeed, fail, Cancel, the sweep's lost jobs) also moves
+// the job's outprint_webhooks row from pending to sending and inserts the
+// River job that delivers it, so a crash between settling and delivering
+// loses nothing, and a delivery never starts for a job that did not end.
+// River retries a worker that died during an attempt (at-least-once); the
+// event id, derived from the job id, is the same for every attempt, so a
+// receiver drops duplicates by it.
+//
+// The worker owns the retry schedule rather than River's retry policy:
+// each failed attempt records its outcome in outprint_webhooks and snoozes
+// the River job until the next attempt (a snooze spends no River attempt),
+// with exponential backoff and jitter, or as long as Retry-After asks,
+// until MaxAge after the job settled; then the delivery is dead.
+
+// Webhook delivery states, as GET /v1/jobs/{id} shows them.
+const (
+	// WebhookPending: the job has not ended yet.
+	WebhookPending = "pending"
+	// WebhookSending: the job ended; the first attempt is due.
+	WebhookSending = "sending"
+	// WebhookRetrying: an attempt failed; the next is at NextAttemptAt.
+	WebhookRetrying = "retrying"
+	// WebhookDelivered: the receiver answered 2xx.
+	WebhookDelivered = "delivered"
+	// WebhookDead: the receiver refused for good (a 4xx other than 408
+	// and 429, a redirect), the URL was refused at dial time, or MaxAge
+	// passed.
+	WebhookDead = "dead"
+)
+
+// Outcomes of one delivery attempt, for metrics (WebhookObserver).
+const (
+	WebhookOutcomeDelivered = "delivered"
+	WebhookOutcomeRetry     = "retry"
+	WebhookOutcomeDead      = "dead"
+)
+
+// Callback is the webhook of a job as accepted.
+type Callback struct {
+	// URL receives the POST; the caller has checked it (scheme, host,
+	// literal addresses); the dial guard checks it again at every attempt.
+	URL string
+	// BaseURL ("https://outprint.example.com") makes the links of the
+	// status document absolute.
+	BaseURL string
+}
+
+// WebhookStatus is the delivery of a job's callback.
+type WebhookStatus struct {
+	State    string
+	Attempts int
+	// LastStatus is the HTTP status of the last attempt; nil before one
+	// and when the last attempt got no answer.
+	LastStatus *int
+	// NextAttemptAt is when the next attempt is due; nil once delivered
+	// or dead.
+	NextAttemptAt *time.Time
+}
+
+// WebhookDelivery is one attempt the worker asks a WebhookSender to make.
+type WebhookDelivery struct {
+	// EventID is the webhook-id: the same for every attempt of one job's
+	// event.
+	EventID string
+	URL     string
+	BaseURL string
+	// Job is the job as it ended (Webhook nil).
+	Job     Job
+	Attempt int
+}
+
+// WebhookResult is what one attempt got.
+type WebhookResult struct {
+	// Status is the HTTP status of the answer; 0 when there was none.
+	Status int
+	// RetryAfter is the receiver's Retry-After, 0 when absent.
+	RetryAfter time.Duration
+	// Err is why there was no answer (or why nothing was sent).
+	Err error
+	// Permanent marks an Err that no retry can cure: the URL was refused
+	// by the guard, no signing secret, a body too large.
+	Permanent bool
+}
+
+// WebhookSender makes one delivery attempt: it builds and signs the body
+// and POSTs it. package webhook implements it.
+type WebhookSender interface {
+	Send(ctx context.Context, d WebhookDelivery) WebhookResult
+}
+
+// WebhookObserver counts delivery attempts by outcome
+// (WebhookOutcomeDelivered, WebhookOutcomeRetry, WebhookOutcomeDead).
+type WebhookObserver interface {
+	WebhookAttempt(outcome string)
+}
+
+// WebhookConfig tunes delivery. The zero value with a Sender gives the
+// defaults of issue 16.
+type WebhookConfig struct {
+	// Sender delivers; nil means this process delivers nothing (the
+	// deliveries wait in the queue for a process that does).
+	Sender WebhookSender
+	// MaxWorkers is how many deliveries this process makes at once
+	// (default 8).
+	MaxWorkers int
+	// PerHost bounds the deliveries in flight to one receiver host in this
+	// process (default 1), so that a slow receiver holds one worker, not
+	// all of them.
+	PerHost int
+	// HostWait is how long a delivery waits for its host's turn before it
+	// is put back in the queue for a moment, without an attempt (default
+	// 2 s).
+	HostWait time.Duration
+	// Timeout bounds one attempt as the Sender applies it (default 10 s);
+	// River's deadline for the worker is derived from it.
+	Timeout time.Duration
+	// RetryBase and RetryMax shape the backoff: attempt n waits
+	// RetryBase·2^(n-1), at most RetryMax, ±50 % jitter (defaults 5 s and
+	// 1 h).
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	// MaxAge is how long after the job ended deliveries are tried
+	// (default 24 h); an attempt that would come later makes the delivery
+	// dead.
+	MaxAge time.Duration
+	// Observer counts attempts by outcome; nil counts nothing.
+	Observer WebhookObserver
+}
+
+func (c WebhookConfig) withDefaults() (WebhookConfig, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HostWait, 2*time.Second)
+	def(&c.Timeout, 10*time.Second)
+	def(&c.RetryBase, 5*time.Second)
+	def(&c.RetryMax, time.Hour)
+	def(&c.MaxAge, 24*time.Hour)
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = 8
+	}
+	if c.PerHost == 0 {
+		c.PerHost = 1
+	}
+	switch {
+	case c.HostWait < 0, c.Timeout < 0, c.RetryBase < 0, c.RetryMax < 0, c.MaxAge < 0:
+		return c, errors.New("jobs: webhook durations must be positive")
+	case c.MaxWorkers < 0 || c.MaxWorkers > 1000:
+		return c, fmt.Errorf("jobs: webhook MaxWorkers %d: want 1 to 1000", c.MaxWorkers)
+	case c.PerHost < 0:
+		return c, fmt.Errorf("jobs: webhook PerHost %d: want at least 1", c.PerHost)
+	}
+	return c, nil
+}
+
+// queueWebhook is the queue of deliveries: apart from renders, so that a
+// backlog of one never waits behind the other.
+const queueWebhook = "outprint_webhook"
+
+// webhookRiverAttempts bounds River's own retries of a delivery job, which
+// happen only when the worker cannot read or write its row (the database
+// is away); failed deliveries snooze instead and spend none.
+const webhookRiverAttempts = 25
+
+// maxCallbackURL bounds a callback URL.
+const maxCallbackURL = 2048
+
+// webhookArgs is the River payload of a delivery: the job id.
+type webhookArgs struct {
+	JobID string `json:"job_id"`
+}
+
+func (webhookArgs) Kind() string { return "outprint_webhook" }
+
+// EventID is the webhook-id of a job's completion event. One job has one
+// terminal event, so the job id names it; every attempt, and a duplicate
+// after a crash, carries the same id.
+func EventID(jobID string) string { return "msg_" + jobID }
+
+func validateCallback(cb *Callback) error {
+	if cb == nil {
+		return nil
+	}
+	if cb.URL == "" || len(cb.URL) > maxCallbackURL || cb.BaseURL == "" {
+		return errors.New("submit: callback without URL or base URL, or URL too long")
+	}
+	return nil
+}
+
+// insertCallbacks records the callbacks of an accepted batch (state
+// pending) in the acceptance transaction.
+func insertCallbacks(ctx context.Context, tx txOps, live []*acceptReq) error {
+	for _, r := range live {
+		if r.callback == nil {
+			continue
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO outprint_webhooks (job_id, url, base_url, state, created_at)
+			VALUES ($1, $2, $3, $4, $5)`, r.job.ID, r.callback.URL, r.callback.BaseURL, WebhookPending, r.job.CreatedAt); err != nil {
+			return fmt.Errorf("insert callback: %w", err)
+		}
+	}
+	return nil
+}
+
+// scheduleWebhook is called in every transaction that settles a job: when
+// the job has a callback still pending, it becomes due and its delivery is
+// inserted into River in the same transaction.
+func (s *Service) scheduleWebhook(ctx context.Context, tx txOps, jobID string, now time.Time) error {
+	n, err := tx.exec(ctx, `UPDATE outprint_webhooks SET state = $2, settled_at = $3, next_attempt_at = $3
+		WHERE job_id = $1 AND state = $4`, jobID, WebhookSending, now, WebhookPending)
+	if err != nil {
+		return fmt.Errorf("schedule webhook: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	_, err = tx.insertMany(ctx, []river.InsertManyParams{{
+		Args:       webhookArgs{JobID: jobID},
+		InsertOpts: &river.InsertOpts{Queue: queueWebhook, MaxAttempts: webhookRiverAttempts},
+	}})
+	return err
+}
+
+// webhookStatus returns the delivery of a job's callback, nil when it has
+// none.
+func (s *Service) webhookStatus(ctx context.Context, jobID string) (*WebhookStatus, error) {
+	var w WebhookStatus
+	err := s.db.pool().queryRow(ctx, `SELECT state, attempts, last_status, next_attempt_at FROM outprint_webhooks WHERE job_id = $1`,
+		jobID).Scan(&w.State, &w.Attempts, &w.LastStatus, &w.NextAttemptAt)
+	if errors.Is(err, errNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhook of job %s: %w", jobID, err)
+	}
+	if w.NextAttemptAt != nil {
+		t := w.NextAttemptAt.UTC()
+		w.NextAttemptAt = &t
+	}
+	return &w, nil
+}
+
+// webhookWorker is River's worker for deliveries; the logic is in
+// Service.deliver.
+type webhookWorker struct {
+	river.WorkerDefaults[webhookArgs]
+	s *Service
+}
+
+func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[webhookArgs]) error {
+	return w.s.deliver(ctx, rj.Args.JobID)
+}
+
+// Timeout is River's deadline for one delivery: the wait for the host's
+// turn, the attempt, and room for the bookkeeping around it.
+func (w *webhookWorker) Timeout(*river.Job[webhookArgs]) time.Duration {
+	c := w.s.cfg.Webhooks
+	return c.HostWait + c.Timeout + 30*time.Second
+}
+
+// deliver makes one attempt of a job's delivery and records it. Its error
+// tells River what next: nil when the delivery ended (delivered or dead),
+// a snooze until the next attempt, a plain error when the row could not be
+// read or written (River retries it).
+func (s *Service) deliver(ctx context.Context, jobID string) error {
+	c := s.cfg.Webhooks
+	log := s.cfg.Logger.With("job", jobID)
+	var (
+		rawURL, baseURL, state string
+		attempts               int
+		settled                *time.Time
+	)
+	err := s.db.pool().queryRow(ctx, `SELECT url, base_url, state, attempts, settled_at FROM outprint_webhooks WHERE job_id = $1`,
+		jobID).Scan(&rawURL, &baseURL, &state, &attempts, &settled)
+	if errors.Is(err, errNoRows) {
+		return nil // swept with its job
+	}
+	if err != nil {
+		return fmt.Errorf("webhook of job %s: %w", jobID, err)
+	}
+	if state != WebhookSending && state != WebhookRetrying {
+		return nil // delivered or dead already (a duplicate run)
+	}
+	job, err := s.load(ctx, jobID)
+	if errors.Is(err, ErrNotFound) {
+		return s.recordWebhook(ctx, jobID, WebhookDead, attempts, nil, "the job's row is gone", nil, log)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Sender == nil {
+		// Not reached: the queue is worked only with a Sender.
+		return river.JobSnooze(c.RetryBase)
+	}
+
+	host := callbackHost(rawURL)
+	release, ok := s.hosts.acquire(ctx, host, c.PerHost, c.HostWait)
+	if !ok {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Another delivery to this host is in flight: come back in a
+		// moment, without spending an attempt.
+		return river.JobSnooze(jitter(c.HostWait))
+	}
+	defer release()
+
+	attempt := attempts + 1
+	res := c.Sender.Send(ctx, WebhookDelivery{EventID: EventID(jobID), URL: rawURL, BaseURL: baseURL, Job: job, Attempt: attempt})
+	var status *int
+	if res.Status != 0 {
+		status = &res.Status
+	}
+	errText := ""
+	if res.Err != nil {
+		errText = truncate(res.Err.Error(), 1000)
+	} else if res.Status != 0 {
+		errText = fmt.Sprintf("status %d", res.Status)
+	}
+
+	switch webhookVerdict(res) {
+	case WebhookDelivered:
+		s.observeWebhook(WebhookOutcomeDelivered)
+		log.Info("jobs: webhook delivered", "attempt", attempt, "status", res.Status)
+		return s.recordWebhook(ctx, jobID, WebhookDelivered, attempt, status, "", nil, log)
+	case WebhookDead:
+		s.observeWebhook(WebhookOutcomeDead)
+		log.Warn("jobs: webhook dead", "attempt", attempt, "status", res.Status, "err", errText)
+		return s.recordWebhook(ctx, jobID, WebhookDead, attempt, status, errText, nil, log)
+	}
+	delay := webhookBackoff(c.RetryBase, c.RetryMax, attempt)
+	if res.RetryAfter > 0 {
+		delay = res.RetryAfter
+	}
+	now := s.now()
+	next := now.Add(delay)
+	if settled == nil {
+		settled = &now
+	}
+	if next.After(settled.Add(c.MaxAge)) {
+		s.observeWebhook(WebhookOutcomeDead)
+		msg := fmt.Sprintf("gave up %s after the job ended: %s", c.MaxAge, errText)
+		log.Warn("jobs: webhook dead", "attempt", attempt, "err", msg)
+		return s.recordWebhook(ctx, jobID, WebhookDead, attempt, status, msg, nil, log)
+	}
+	s.observeWebhook(WebhookOutcomeRetry)
+	log.Info("jobs: webhook attempt failed, will retry", "attempt", attempt, "status", res.Status, "err", errText, "next", next)
+	if err := s.recordWebhook(ctx, jobID, WebhookRetrying, attempt, status, errText, &next, log); err != nil {
+		return err
+	}
+	return river.JobSnooze(delay)
+}
+
+// webhookVerdict sorts an attempt: delivered (2xx), retrying (no answer,
+// 408, 429, 5xx) or dead (a permanent error, any other status: a 4xx is
+// the receiver's "no", a 3xx a redirect that is never followed).
+func webhookVerdict(res WebhookResult) string {
+	switch {
+	case res.Err != nil && res.Permanent:
+		return WebhookDead
+	case res.Err != nil:
+		return WebhookRetrying
+	case res.Status >= 200 && res.Status <= 299:
+		return WebhookDelivered
+	case res.Status == 408, res.Status == 429, res.Status >= 500:
+		return WebhookRetrying
+	}
+	return WebhookDead
+}
+
+// recordWebhook writes the outcome of an attempt. Errors are returned so
+// that River runs the delivery again: a delivered attempt whose record
+// failed is delivered once more, which at-least-once allows.
+func (s *Service) recordWebhook(ctx context.Context, jobID, state string, attempts int, status *int, errText string, next *time.Time, log interface {
+	Warn(string, ...any)
+}) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var finished *time.Time
+	if state == WebhookDelivered || state == WebhookDead {
+		now := s.now()
+		finished = &now
+	}
+	_, err := s.db.pool().exec(wctx, `UPDATE outprint_webhooks SET state = $2, attempts = $3, last_status = $4, last_error = $5,
+			next_attempt_at = $6, finished_at = $7
+		WHERE job_id = $1`, jobID, state, attempts, status, errText, next, finished)
+	if err != nil {
+		log.Warn("jobs: record webhook attempt", "err", err)
+		return fmt.Errorf("record webhook of job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+func (s *Service) observeWebhook(outcome string) {
+	if o := s.cfg.Webhooks.Observer; o != nil {
+		o.WebhookAttempt(outcome)
+	}
+}
+
+// webhookBackoff is the wait after failed attempt n: base·2^(n-1), capped,
+// ±50 % jitter so that deliveries failing together (a receiver outage) do
+// not retry together.
+func webhookBackoff(base, max time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	return jitter(min(d, max))
+}
+
+// jitter returns a duration in [d/2, 3d/2].
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d)+1))
+}
+
+// callbackHost is the receiver host deliveries are limited by: the host
+// name, whatever the port, since ports of one host share its capacity.
+func callbackHost(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+}
+
+// hostLimiter bounds the deliveries in flight per receiver host in this
+// process.
+type hostLimiter struct {
+	mu    sync.Mutex
+	slots map[string]*hostSlot
+}
+
+type hostSlot struct {
+	sem   chan struct{}
+	users int // holders and waiters; the slot is dropped at zero
+}
+
+// acquire waits up to wait for one of host's per places; ok is false when
+// none came free in time (or ctx ended). release must be called after a
+// successful acquire.
+func (l *hostLimiter) acquire(ctx context.Context, host string, per int, wait time.Duration) (release func(), ok bool) {
+	l.mu.Lock()
+	if l.slots == nil {
+		l.slots = map[string]*hostSlot{}
+	}
+	h := l.slots[host]
+	if h == nil {
+		h = &hostSlot{sem: make(chan struct{}, per)}
+		l.slots[host] = h
+	}
+	h.users++
+	l.mu.Unlock()
+	leave := func() {
+		l.mu.Lock()
+		h.users--
+		if h.users == 0 {
+			delete(l.slots, host)
+		}
+		l.mu.Unlock()
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case h.sem <- struct{}{}:
+		return func() { <-h.sem; leave() }, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	leave()
+	return nil, false
+}
