@@ -283,3 +283,60 @@ func TestWebAsksForKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWebForm fills a PDF form from the page: choose the form, read its
+// fields, fill them in (text in two scripts, a choice, a check box), fill
+// as a job, download; the PDF has the values and no form left.
+func TestWebForm(t *testing.T) {
+	testenv.Require(t, "pdftotext", "qpdf")
+	data := filepath.Join(t.TempDir(), "data")
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)), nil)
+	s.waitReady()
+	p := openPage(t, s)
+	form, err := filepath.Abs(filepath.Join(moduleRoot, "examples", "onboarding-form.pdf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	downloads := t.TempDir()
+	testenv.AllowDownloads(t, p.ctx, downloads)
+	p.do("open the page and read the form's fields", chromedp.Navigate(s.url+"/"),
+		chromedp.SetUploadFiles(chromedp.CSS("#form-pdf"), []string{form}),
+		chromedp.Click(chromedp.CSS("#form-read")),
+		chromedp.WaitVisible(chromedp.CSS("#form-fields input")))
+	labels := p.eval(`[...document.querySelectorAll('#form-fields label')].map(l => l.textContent).join(',')`)
+	if labels != "name,city,employeeId,team,remote,contact,notes,agree" {
+		t.Errorf("field labels = %q, want the form's eight fields in order", labels)
+	}
+	byLabel := func(name string) chromedp.CSS {
+		id := p.eval(fmt.Sprintf(`[...document.querySelectorAll('#form-fields label')].find(l => l.textContent === %q).htmlFor`, name))
+		return chromedp.CSS("#" + id)
+	}
+	p.do("fill in",
+		chromedp.SendKeys(byLabel("name"), "Zoë Müller"),
+		chromedp.SendKeys(byLabel("city"), "東京"),
+		chromedp.SetValue(byLabel("team"), "Sales"),
+		chromedp.Click(byLabel("agree")),
+	)
+	testenv.Screenshot(t, p.ctx, "6-form")
+	testenv.Axe(t, p.ctx, p.axe, "form fields")
+	p.do("fill and flatten", chromedp.Click(chromedp.CSS("#form-submit")))
+	p.waitText("#j-state", "Succeeded", 3*time.Minute)
+	p.do("download", chromedp.Click(chromedp.CSS("#download")))
+	pdf := testenv.WaitFile(t, downloads, "*.pdf", time.Minute)
+	text, err := exec.Command("pdftotext", pdf, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext: %v", err)
+	}
+	for _, want := range []string{"Zoë Müller", "東京", "Sales"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("filled PDF lacks %q:\n%s", want, text)
+		}
+	}
+	js, err := exec.Command("qpdf", "--json", "--json-key=acroform", pdf).Output()
+	if err != nil {
+		t.Fatalf("qpdf --json: %v", err)
+	}
+	if !strings.Contains(string(js), `"hasacroform": false`) {
+		t.Errorf("the filled PDF still has a form:\n%.400s", js)
+	}
+}
