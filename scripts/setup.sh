@@ -8,16 +8,17 @@ cd "$(dirname "$0")/.."
 # every script of the corpus (Noto, Noto CJK, Symbola for monochrome emoji),
 # rsvg-convert for SVG images, poppler (pdfinfo, pdftotext, pdffonts) and qpdf
 # for checking PDFs in tests and for filling forms, pandoc and pdftk-java for
-# the benchmarks' peers, prometheus for
-# promtool (the tests check and unit-test deploy/prometheus and lint a scrape;
-# Debian has no package of promtool alone, and where systemd runs, the package
-# also starts a Prometheus server of its own, which outprint does not need).
+# the benchmarks' peers, prometheus for promtool (the tests check and
+# unit-test deploy/prometheus and lint a scrape; Debian has no package of
+# promtool alone, and where systemd runs, the package also starts a
+# Prometheus server of its own, which outprint does not need), Chromium for
+# the web page's browser tests.
 packages=(
   texlive-xetex texlive-latex-recommended texlive-latex-extra
   texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
   texlive-fonts-recommended lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
   librsvg2-bin poppler-utils qpdf pandoc pdftk-java
-  prometheus
+  prometheus chromium
 )
 
 missing=()
@@ -43,3 +44,16 @@ if ! command -v go >/dev/null 2>&1; then
   fi
 fi
 go mod download
+
+# The web page's browser tests check accessibility with axe-core, an npm
+# package pinned by internal/web/testdata/package-lock.json.
+if [ ! -f internal/web/testdata/node_modules/axe-core/axe.min.js ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "setup: installing axe-core for the browser tests" >&2
+  npm ci --prefix internal/web/testdata --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -30,8 +30,10 @@ import (
 	"github.com/outprint/outprint/internal/markdown"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/outline"
+	"github.com/outprint/outprint/internal/raster"
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/web"
 )
 
 // Bounds of the HTTP server itself. Request bodies are bounded by httpapi
@@ -234,6 +236,19 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		defer cancel()
 		return ready(ctx) == nil
 	})
+	site, err := web.New()
+	if err != nil {
+		log.Error("web page", "err", err)
+		return exitInternal
+	}
+	// Thumbnails need pdftoppm; without it the page still works, with
+	// no previews.
+	var thumbs httpapi.Rasterizer
+	if r, err := raster.New(raster.Config{}); err != nil {
+		log.Warn("no page thumbnails", "err", err)
+	} else {
+		thumbs = r
+	}
 	api := httpapi.New(httpapi.Config{
 		Pipeline:     pipeline,
 		Renderer:     renderer,
@@ -249,6 +264,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		Console:      httpapi.Console{Handler: console, Admins: cfg, Anonymous: cfg.Admin.AllowAnonymous},
 		Observer:     m,
 		Logger:       log,
+		Web:          site,
+		Raster:       thumbs,
 		Callbacks:    policy,
 		PublicURL:    cfg.Webhooks.PublicURL,
 	})

@@ -88,6 +88,9 @@ func errorAnswer(err error) (status int, problems []limits.Problem, retryAfter i
 	if status, problems, retryAfter, ok := adminAnswer(err); ok {
 		return status, problems, retryAfter
 	}
+	if status, problems, retryAfter, ok := webAnswer(err); ok {
+		return status, problems, retryAfter
+	}
 	switch {
 	case errors.As(err, &ref):
 		le := ref.LimitsError()

@@ -71,6 +71,12 @@ func (s *Server) jobRoutes(mux *http.ServeMux) {
 	mux.Handle(jobsPath+"/{id}/result", methods(s, map[string]http.HandlerFunc{
 		http.MethodGet: s.jobResult,
 	}))
+	mux.Handle(jobsPath+"/{id}/events", methods(s, map[string]http.HandlerFunc{
+		http.MethodGet: s.jobEvents,
+	}))
+	mux.Handle(jobsPath+"/{id}/pages/{page}", methods(s, map[string]http.HandlerFunc{
+		http.MethodGet: s.jobPage,
+	}))
 }
 
 // methods is method for routes with more than one method: 405 with the
@@ -514,6 +520,11 @@ func (s *Server) jobResult(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.writeResult(w, r, rc, job)
+}
+
+// writeResult sends the result PDF of job, read from rc.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, rc io.Reader, job jobs.Job) {
 	h := w.Header()
 	h.Set("Content-Type", "application/pdf")
 	h.Set("Content-Disposition", contentDisposition(strings.TrimSuffix(job.Name, ".md")))

@@ -29,10 +29,12 @@ import (
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/outline/outlinetest"
+	"github.com/outprint/outprint/internal/raster"
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/web"
 )
 
 // The job tests run the real server on a loopback port, the real job
@@ -70,6 +72,11 @@ type jobsOptions struct {
 	outline bool
 	// configure, when set, adjusts the server's Config last.
 	configure func(e *jobsEnv, cfg *Config)
+	// web serves the page and the thumbnails; heartbeat and maxStreams
+	// set the event streams' Config (0: the defaults).
+	web        bool
+	heartbeat  time.Duration
+	maxStreams int
 	// webhooks and callbacks, when set, deliver and accept job callbacks
 	// (webhook_test.go).
 	webhooks  *jobs.WebhookConfig
@@ -178,6 +185,19 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		Forms:     filler,
 		Logger:    quietJobLogger(),
 		Callbacks: o.callbacks,
+	}
+	cfg.EventPoll, cfg.EventHeartbeat, cfg.MaxEventStreams = 20*time.Millisecond, o.heartbeat, o.maxStreams
+	if o.web {
+		site, err := web.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Require(t, "pdftoppm")
+		rz, err := raster.New(raster.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Web, cfg.Raster = site, rz
 	}
 	if o.outline {
 		e.fake = outlinetest.New(t)

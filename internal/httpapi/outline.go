@@ -122,6 +122,10 @@ func outlineHeaders(w http.ResponseWriter) {
 // reader's cookie) → take a slot → render.
 func (s *Server) outlineRender(w http.ResponseWriter, r *http.Request) {
 	outlineHeaders(w)
+	if s.cfg.Web != nil && s.cfg.Jobs != nil && wantsHTML(r) {
+		s.outlineBrowser(w, r)
+		return
+	}
 	or, err := s.outlineCheck(r)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -43,6 +43,18 @@ type Renderer interface {
 	Render(ctx context.Context, pr *render.Prepared, progress func(render.Progress)) (*render.Result, error)
 }
 
+// WebPages is the page for people: its files, and the progress page an
+// Outline reader's browser gets while its document prints as a job.
+// *web.Site implements it.
+type WebPages interface {
+	http.Handler
+	Progress(w http.ResponseWriter, r *http.Request, jobID, title string)
+}
+
+// Rasterizer draws a page of a PDF as a PNG (jobs.Rasterizer);
+// *raster.Rasterizer implements it.
+type Rasterizer = jobs.Rasterizer
+
 // Authenticator confirms an API key. It returns the key's user and tenant.
 // *config.Config implements it.
 type Authenticator interface {
@@ -121,6 +133,21 @@ type Config struct {
 	// BodyTimeout bounds reading the request body (default
 	// DefaultBodyTimeout).
 	BodyTimeout time.Duration
+	// EventPoll is how often a job event stream reads its job (default
+	// DefaultEventPoll); EventHeartbeat how often an idle stream sends a
+	// comment so proxies keep it open (default DefaultEventHeartbeat);
+	// MaxEventStreams how many streams one user may hold at once (default
+	// DefaultMaxEventStreams). See events.go.
+	EventPoll       time.Duration
+	EventHeartbeat  time.Duration
+	MaxEventStreams int
+	// Raster draws the page thumbnails of job results (GET
+	// /v1/jobs/{id}/pages/{n}.png); nil answers them 404.
+	Raster Rasterizer
+	// Web serves the page for people (GET / and /assets/, package web)
+	// and the progress page of Outline readers' browsers; nil answers 404
+	// there and gives browsers the synchronous answer.
+	Web WebPages
 	// Callbacks checks the callbackUrl of POST /v1/jobs and gives the
 	// API keys' defaults (webhook.go); nil refuses callbacks.
 	Callbacks Callbacks
@@ -136,6 +163,7 @@ type Server struct {
 	log      *slog.Logger
 	obs      Observer
 	renderer Renderer
+	streams  streamCounter
 }
 
 // New returns a server for cfg. It panics without a Pipeline or an
@@ -159,7 +187,16 @@ func New(cfg Config) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
-	return &Server{cfg: cfg, log: log, obs: obs, renderer: r}
+	if cfg.EventPoll <= 0 {
+		cfg.EventPoll = DefaultEventPoll
+	}
+	if cfg.EventHeartbeat <= 0 {
+		cfg.EventHeartbeat = DefaultEventHeartbeat
+	}
+	if cfg.MaxEventStreams <= 0 {
+		cfg.MaxEventStreams = DefaultMaxEventStreams
+	}
+	return &Server{cfg: cfg, log: log, obs: obs, renderer: r, streams: streamCounter{max: cfg.MaxEventStreams}}
 }
 
 type nopObserver struct{}
@@ -187,6 +224,10 @@ func (s *Server) Handler() http.Handler {
 	s.jobRoutes(mux)
 	s.consoleRoutes(mux)
 	s.formRoutes(mux)
+	if s.cfg.Web != nil {
+		mux.Handle("/{$}", method(s, http.MethodGet, s.cfg.Web.ServeHTTP))
+		mux.Handle("/assets/", method(s, http.MethodGet, s.cfg.Web.ServeHTTP))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotFound)
 	})

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -45,6 +46,12 @@ func (k Keys) FormValues() string { return k.Prefix() + "/values.json" }
 
 // Result is the key of the PDF.
 func (k Keys) Result() string { return k.Prefix() + "/result.pdf" }
+
+// Thumbnail is the key of page's PNG drawing width pixels wide, kept beside
+// the result and deleted with it.
+func (k Keys) Thumbnail(page, width int) string {
+	return fmt.Sprintf("%s/pages/%d-%d.png", k.Prefix(), page, width)
+}
 
 // maxAssetKeyBytes keeps an escaped asset name well below the 255-byte file
 // name limit of common filesystems.
