@@ -138,13 +138,74 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par}
 \newcommand\opalignc{\centering}\newcommand\opalignl{\raggedright}\newcommand\opalignr{\raggedleft}
 \newcommand\opcaption[1]{\par\vspace{0.3em}{\small\itshape #1\par}}
-% Tables: \optw is the line width less the column separation.
+% Tables: \optw is the line width less the column separation (#1 times
+% \tabcolsep); #2 is the size: 0 normal, 1 small, 2 footnotesize, where
+% the many columns also stand closer.
 \newlength\optw
-\newenvironment{optable}[1]{\par\setlength\optw{\dimexpr\linewidth-#1\tabcolsep\relax}}{\par}
+\newenvironment{optable}[2]{\par\ifcase#2\or\small\setlength\tabcolsep{4pt}\or\footnotesize\setlength\tabcolsep{3pt}\fi
+  \setlength\optw{\dimexpr\linewidth-#1\tabcolsep\relax}}{\par}
 \newcommand\opcelll{\raggedright\arraybackslash\hskip0pt\relax}
 \newcommand\opcellr{\raggedleft\arraybackslash\hskip0pt\relax}
 \newcommand\opcellc{\centering\arraybackslash\hskip0pt\relax}
 \newcommand\opthead[1]{{\bfseries #1}}
+% Column widths (table.go): \opcolm{j}{…} keeps in \opc@m@j the widest
+% piece of column j that must not wrap, \opcoln{j}{…} in \opc@n@j its
+% widest cell; \opcolwidths{n} sets \opcw{j}. If the natural widths fit,
+% they are the widths. Else each column gets its unbroken width, and what
+% is left of the line goes to the columns that wrap, in proportion to the
+% square of their excess (natural less unbroken width, in points, capped):
+% a prose column gets most of it, a column of short phrases wraps where
+% the prose makes the row tall anyway; a column whose share would pass its
+% natural width gets that and leaves the rest to the others. If not even
+% the unbroken widths fit, they are scaled to the line. Measuring happens
+% in a box: a line break there is nothing.
+\makeatletter
+\newdimen\opc@summ\newdimen\opc@sumn\newdimen\opc@left\newcount\opc@sq\newcount\opc@j\newif\ifopc@changed
+\def\opc@m#1{\csname opc@m@#1\endcsname}
+\def\opc@n#1{\csname opc@n@#1\endcsname}
+\def\opc@e#1{\csname opc@e@#1\endcsname}
+\newcommand\opcw[1]{\csname opc@w@#1\endcsname}
+\newcommand\opcolinit[1]{\opc@j=\z@\loop\ifnum\opc@j<#1\relax\advance\opc@j\@ne
+  \expandafter\def\csname opc@m@\the\opc@j\endcsname{0pt}\expandafter\def\csname opc@n@\the\opc@j\endcsname{0pt}\repeat}
+\def\opc@measure#1#2#3{\begingroup\let\opnl\relax\settowidth\@tempdima{#3}\expandafter\endgroup
+  \expandafter\opc@keep\expandafter{\the\@tempdima}{#1}{#2}}
+\def\opc@keep#1#2#3{\ifdim#1>\csname opc@#2@#3\endcsname\relax\expandafter\def\csname opc@#2@#3\endcsname{#1}\fi}
+\newcommand\opcolm[2]{\opc@measure{m}{#1}{#2}}
+\newcommand\opcoln[2]{\opc@measure{n}{#1}{#2}}
+\def\opc@setw#1#2{\expandafter\edef\csname opc@w@#1\endcsname{\the\dimexpr#2\relax}}
+\def\opc@forall#1#2{\opc@j=\z@\loop\ifnum\opc@j<#1\relax\advance\opc@j\@ne#2\repeat}
+\def\opc@J{\the\opc@j}
+\newcommand\opcolwidths[1]{\opc@summ=\z@\opc@sumn=\z@
+  \opc@forall{#1}{%
+    \ifdim\opc@n\opc@J<\opc@m\opc@J\relax\expandafter\edef\csname opc@n@\opc@J\endcsname{\opc@m\opc@J}\fi
+    \opc@setw\opc@J{\opc@n\opc@J}%
+    \@tempcnta=\numexpr\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax/65536\relax
+    \ifnum\@tempcnta>2000 \@tempcnta=2000 \fi
+    \expandafter\edef\csname opc@e@\opc@J\endcsname{\the\numexpr\@tempcnta*\@tempcnta\relax}%
+    \advance\opc@summ\opc@m\opc@J\relax\advance\opc@sumn\opc@n\opc@J\relax}%
+  \opc@left=\dimexpr\optw-\opc@summ\relax
+  \ifdim\opc@sumn>\optw
+    \ifdim\opc@left>\z@
+      \opc@fill{#1}%
+      \opc@forall{#1}{\ifnum\opc@e\opc@J>\z@\opc@setw\opc@J{\opc@m\opc@J+\opc@left*\opc@e\opc@J/\opc@sq}\fi}%
+    \else
+      \opc@forall{#1}{\opc@setw\opc@J{\opc@m\opc@J*\number\optw/\number\opc@summ}}%
+    \fi
+  \fi}
+% One round of the sharing: columns whose share reaches their natural
+% width take it and leave the sharing; again until none does.
+\def\opc@fill#1{\opc@changedfalse\opc@sq=\z@
+  \opc@forall{#1}{\advance\opc@sq\opc@e\opc@J\relax}%
+  \ifnum\opc@sq>\z@
+    \opc@forall{#1}{\ifnum\opc@e\opc@J>\z@
+      \ifdim\dimexpr\opc@left*\opc@e\opc@J/\opc@sq\relax<\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax\else
+        \advance\opc@left-\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax
+        \expandafter\def\csname opc@e@\opc@J\endcsname{0}\opc@changedtrue
+      \fi\fi}%
+  \fi
+  \ifopc@changed\opc@fill{#1}\fi}
+\makeatother
+\newcommand\opcolgap{\addlinespace[0.45em]}
 % Title block and table of contents.
 \newenvironment{optitleblock}{\par\begingroup\centering}{\par\endgroup\vspace{1.2em}}
 \newcommand\optitle[1]{{\sffamily\bfseries\LARGE #1\par}\vspace{0.5em}}

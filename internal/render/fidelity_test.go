@@ -1,0 +1,220 @@
+package render
+
+import (
+	"bufio"
+	"html"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The checks of this file judge how a PDF reads, with pdftotext -bbox:
+// table data on the row it belongs to, no line past the text area, no
+// heading left alone at the foot of a page.
+
+// bboxWord is one word of pdftotext -bbox, in points from the page's
+// top left corner.
+type bboxWord struct {
+	page                   int
+	xMin, yMin, xMax, yMax float64
+	text                   string
+}
+
+// pageBox is one page of pdftotext -bbox: its size and words.
+type pageBox struct {
+	width, height float64
+	words         []bboxWord
+}
+
+var (
+	bboxPageRE = regexp.MustCompile(`<page width="([\d.]+)" height="([\d.]+)">`)
+	bboxWordRE = regexp.MustCompile(`<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">(.*)</word>`)
+)
+
+// bboxPages runs pdftotext -bbox on a PDF file.
+func bboxPages(t *testing.T, path string) []pageBox {
+	t.Helper()
+	out, err := exec.Command("pdftotext", "-enc", "UTF-8", "-bbox", path, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext -bbox %s: %v", path, err)
+	}
+	var pages []pageBox
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := bboxPageRE.FindStringSubmatch(line); m != nil {
+			w, _ := strconv.ParseFloat(m[1], 64)
+			h, _ := strconv.ParseFloat(m[2], 64)
+			pages = append(pages, pageBox{width: w, height: h})
+			continue
+		}
+		if m := bboxWordRE.FindStringSubmatch(line); m != nil && len(pages) > 0 {
+			var f [4]float64
+			for i := range f {
+				f[i], _ = strconv.ParseFloat(m[i+1], 64)
+			}
+			p := &pages[len(pages)-1]
+			p.words = append(p.words, bboxWord{len(pages), f[0], f[1], f[2], f[3], html.UnescapeString(m[5])})
+		}
+	}
+	return pages
+}
+
+// writePDF writes a rendered PDF into a temporary file.
+func writePDF(t *testing.T, pdf []byte, name string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, pdf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The text area of the A4 page (geometry in markdown.Preamble: 2.4 cm
+// left and right), with half a point for rounding.
+const (
+	textLeft  = 2.4/2.54*72 - 0.5
+	textRight = 595.28 - 2.4/2.54*72 + 0.5
+)
+
+// checkInsideText fails for every word that reaches past the text area's
+// left or right edge: an overfull line or a table wider than the page.
+func checkInsideText(t *testing.T, name string, pages []pageBox) {
+	t.Helper()
+	bad := 0
+	for _, p := range pages {
+		for _, w := range p.words {
+			if w.xMin < textLeft || w.xMax > textRight {
+				if bad++; bad <= 5 {
+					t.Errorf("%s page %d: %q spans x %.1f–%.1f, outside the text area %.1f–%.1f", name, w.page, w.text, w.xMin, w.xMax, textLeft, textRight)
+				}
+			}
+		}
+	}
+}
+
+// sameLine reports whether two words sit on one line.
+func sameLine(a, b bboxWord) bool {
+	return a.page == b.page && a.yMin-b.yMin < 2 && b.yMin-a.yMin < 2
+}
+
+// TestTableRows renders the corpus's sales ledger and checks what a reader
+// relies on: every row's number is one word on the line of its city and
+// month (it never wraps below its row), no city breaks, the product
+// matrix's descriptions get a prose column's share of the width, and no
+// table leaves one or two rows alone on a page.
+func TestTableRows(t *testing.T) {
+	dir := corpusDir(t)
+	p := newPipeline(t)
+	src, err := os.ReadFile(filepath.Join(dir, "tables.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := renderFile(t, p, filepath.Join(dir, "tables.md"))
+	if err != nil {
+		t.Fatalf("render tables.md: %v", err)
+	}
+	path := writePDF(t, res.PDF, "tables.pdf")
+	pages := bboxPages(t, path)
+	checkInsideText(t, "tables.md", pages)
+	var words []bboxWord
+	for _, p := range pages {
+		words = append(words, p.words...)
+	}
+
+	// The ledger: "| 100 | Vilnius | May | 900 | 43,200 | |".
+	row := regexp.MustCompile(`(?m)^\| (\d+) \| (\S+) \| (\w+) \| (\d+) \| ([\d,]+) \|`)
+	rows := row.FindAllStringSubmatch(string(src), -1)
+	if len(rows) < 100 {
+		t.Fatalf("tables.md has %d ledger rows, want over 100", len(rows))
+	}
+	for _, r := range rows {
+		var found bool
+		for i, w := range words {
+			if w.text != r[1] || w.xMin > textLeft+20 {
+				continue
+			}
+			line := map[string]bool{}
+			for _, v := range words[max(0, i-10):min(len(words), i+40)] {
+				if sameLine(v, w) {
+					line[v.text] = true
+				}
+			}
+			if line[r[2]] && line[r[3]] && line[r[4]] && line[r[5]] {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("row %s: no line holds %q, %q, %q, %q and %q as whole words", r[1], r[1], r[2], r[3], r[4], r[5])
+		}
+	}
+
+	// The product matrix: the Description column's share of the line,
+	// from the left edge of "A" (its first word) to the left edge of the
+	// Q1 figure on the same line.
+	q1 := regexp.MustCompile(`(?m)^\| P-1000 \| [^|]+ \| (\d+) \|`).FindStringSubmatch(string(src))
+	if q1 == nil {
+		t.Fatal("tables.md has no row P-1000")
+	}
+	for i, w := range words {
+		if w.text != "P-1000" {
+			continue
+		}
+		desc, next := words[i+1], 0.0
+		for _, v := range words[i+2:] {
+			if sameLine(v, w) && v.text == q1[1] {
+				next = v.xMin
+				break
+			}
+		}
+		share := (next - desc.xMin) / (textRight - textLeft)
+		if share < 0.33 {
+			t.Errorf("product matrix: Description column is %.0f %% of the line, want at least 33 %%", share*100)
+		}
+		t.Logf("product matrix: Description column is %.0f %% of the line", share*100)
+		break
+	}
+
+	// No page holds fewer than three rows of a table that continues on it
+	// or from it: count, per page, the ledger numbers and product codes.
+	code := regexp.MustCompile(`^(\d+|P-1\d\d\d)$`)
+	for _, pg := range pages {
+		n := 0
+		for _, w := range pg.words {
+			if code.MatchString(w.text) && w.xMin < textLeft+20 {
+				n++
+			}
+		}
+		if n > 0 && n < 3 {
+			t.Errorf("page %d holds %d table rows, want none or at least 3", pg.words[0].page, n)
+		}
+	}
+}
+
+// TestTableWidths: a small table keeps its natural width instead of
+// stretching over the line, and a long URL in a cell breaks inside its
+// column instead of running past the text area.
+func TestTableWidths(t *testing.T) {
+	p := newPipeline(t)
+	md := "# Widths\n\n| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |\n| 10 | 20 | 30 |\n\n" +
+		"| Site | Address | Status |\n|---|---|---|\n" +
+		"| Docs | https://docs.example.com/reference/configuration/advanced/networking/proxies/index.html?lang=en#timeouts | up |\n" +
+		"| Shop | <https://shop.example.com/catalogue/categories/hardware/storage/solid-state-drives/enterprise/nvme> | down |\n"
+	res, err := p.Do(t.Context(), Request{Name: "widths.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	pages := bboxPages(t, writePDF(t, res.PDF, "widths.pdf"))
+	checkInsideText(t, "widths.md", pages)
+	for _, w := range pages[0].words {
+		if w.text == "30" && w.xMax > textLeft+0.4*(textRight-textLeft) {
+			t.Errorf("small table: its last column ends at x %.1f, want it at its natural width (under %.1f)", w.xMax, textLeft+0.4*(textRight-textLeft))
+		}
+	}
+}
