@@ -72,6 +72,9 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \renewcommand\subsubsection{\@startsection{subsubsection}{3}{\z@}{-2.5ex\@plus -1ex \@minus -.2ex}{0.6ex \@plus .2ex}{\normalfont\sffamily\normalsize\bfseries}}
 \renewcommand\paragraph{\@startsection{paragraph}{4}{\z@}{-2ex\@plus -1ex \@minus -.2ex}{0.4ex \@plus .2ex}{\normalfont\sffamily\normalsize\bfseries\itshape}}
 \renewcommand\subparagraph{\@startsection{subparagraph}{5}{\z@}{-2ex\@plus -1ex \@minus -.2ex}{0.4ex \@plus .2ex}{\normalfont\sffamily\normalsize\itshape}}
+% \opneed{n}: a new page unless n lines fit on this one (keep.go).
+\newcommand\opneed[1]{\par\penalty-100\begingroup\dimen@=#1\baselineskip\relax\dimen@ii=\pagegoal\advance\dimen@ii-\pagetotal
+  \ifdim\pagegoal<\maxdimen\ifdim\dimen@>\dimen@ii\ifdim\dimen@ii>\z@\vfil\penalty-\@M\fi\fi\fi\endgroup}
 % Footer "Page N of M" in one run: the total is a form XObject that
 % \AtEndDocument defines once the last page number is known; xdvipdfmx
 % resolves the forward reference.

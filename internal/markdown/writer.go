@@ -412,6 +412,7 @@ func (r *writer) headingBlock(h *ast.Heading) {
 		return
 	}
 	r.headingAfterHeading(h)
+	r.keepWithNext(h)
 	i := max(0, h.Level-r.sectionBase)
 	cmd := sectionCommands[min(i, len(sectionCommands)-1)]
 	// The optional argument is the heading's copy for the table of

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"fmt"
 	"html"
 	"os"
 	"os/exec"
@@ -216,5 +217,150 @@ func TestTableWidths(t *testing.T) {
 		if w.text == "30" && w.xMax > textLeft+0.4*(textRight-textLeft) {
 			t.Errorf("small table: its last column ends at x %.1f, want it at its natural width (under %.1f)", w.xMax, textLeft+0.4*(textRight-textLeft))
 		}
+	}
+}
+
+// headingKeep is a heading of a Markdown source, by its first words, and
+// the first words of what follows it.
+type headingKeep struct{ head, next []string }
+
+var wordRE = regexp.MustCompile(`[\p{L}\p{N}]+`)
+
+// headingsAndNext returns the ATX headings outside fenced code with the
+// first two words of the line of text after each: a paragraph's, a
+// table's header, a list item's. A heading followed by an image or a
+// formula is left out: an image is one box the heading's \nobreak keeps,
+// and a formula's words do not come back as typed.
+func headingsAndNext(src string) []headingKeep {
+	lines := strings.Split(src, "\n")
+	fenced := make([]bool, len(lines))
+	fence := ""
+	for i, line := range lines {
+		trim := strings.TrimSpace(line)
+		switch {
+		case fence != "":
+			fenced[i] = true
+			if strings.HasPrefix(trim, fence) {
+				fence = ""
+			}
+		case strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~"):
+			fence = trim[:3]
+		}
+	}
+	isHeading := func(line string) bool {
+		text := strings.TrimLeft(line, "#")
+		n := len(line) - len(text)
+		return n >= 1 && n <= 6 && strings.HasPrefix(text, " ")
+	}
+	var out []headingKeep
+	for i, line := range lines {
+		if fenced[i] || !isHeading(line) {
+			continue
+		}
+		head := wordRE.FindAllString(line, 3)
+		var next []string
+		for _, l := range lines[i+1:] {
+			trim := strings.TrimSpace(l)
+			if trim == "" || strings.HasPrefix(trim, ":::") || strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "|--") || strings.HasPrefix(trim, "|:-") {
+				continue
+			}
+			if isHeading(l) || strings.HasPrefix(trim, "![") || strings.HasPrefix(trim, "$$") {
+				break
+			}
+			next = wordRE.FindAllString(l, 2)
+			break
+		}
+		if len(head) > 0 && len(next) == 2 {
+			out = append(out, headingKeep{head, next})
+		}
+	}
+	return out
+}
+
+// strandedHeadings returns the headings whose following text starts on a
+// later page than the heading.
+func strandedHeadings(t *testing.T, pages []pageBox, keeps []headingKeep) []string {
+	var words []bboxWord
+	for _, p := range pages {
+		for _, w := range p.words {
+			for _, f := range wordRE.FindAllString(w.text, -1) {
+				words = append(words, bboxWord{w.page, w.xMin, w.yMin, w.xMax, w.yMax, f})
+			}
+		}
+	}
+	seq := func(at int, want []string) bool {
+		if at+len(want) > len(words) {
+			return false
+		}
+		for k := range want {
+			if words[at+k].text != want[k] {
+				return false
+			}
+		}
+		return true
+	}
+	var stranded []string
+	from := 0
+	for _, k := range keeps {
+		found := false
+		for i := from; i < len(words) && !found; i++ {
+			if !seq(i, k.head) {
+				continue
+			}
+			// A contents entry ends in a page number at the right margin.
+			toc := false
+			for _, v := range words[i:min(len(words), i+20)] {
+				if sameLine(v, words[i]) && v.xMax > textRight-20 {
+					if _, err := strconv.Atoi(v.text); err == nil {
+						toc = true
+					}
+				}
+			}
+			if toc {
+				continue
+			}
+			for j := i + len(k.head); j < min(len(words), i+400); j++ {
+				if seq(j, k.next) {
+					found = true
+					from = i + 1
+					if words[j].page != words[i].page {
+						stranded = append(stranded, fmt.Sprintf("page %d: %q (its text %q starts on page %d)",
+							words[i].page, strings.Join(k.head, " "), strings.Join(k.next, " "), words[j].page))
+					}
+					break
+				}
+			}
+		}
+		if !found {
+			t.Logf("heading %q with text %q not found in the PDF", strings.Join(k.head, " "), strings.Join(k.next, " "))
+		}
+	}
+	return stranded
+}
+
+// TestHeadingsKeepTheirText: no heading of the corpus documents or the
+// showcase is the last line of a page.
+func TestHeadingsKeepTheirText(t *testing.T) {
+	dir := corpusDir(t)
+	p := newPipeline(t)
+	files := []string{filepath.Join(moduleRoot(), "examples", "showcase.md")}
+	for _, name := range []string{"README.md", "handbook.md", "memo.md", "multilingual.md", "tables.md"} {
+		files = append(files, filepath.Join(dir, name))
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := renderFile(t, p, path)
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			pages := bboxPages(t, writePDF(t, res.PDF, "doc.pdf"))
+			for _, s := range strandedHeadings(t, pages, headingsAndNext(string(src))) {
+				t.Errorf("heading stranded at the foot of %s", s)
+			}
+		})
 	}
 }
