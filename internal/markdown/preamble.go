@@ -77,8 +77,8 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
   \ifdim\pagegoal<\maxdimen\ifdim\dimen@>\dimen@ii\ifdim\dimen@ii>\z@\vfil\penalty-\@M\fi\fi\fi\endgroup}
 % Footer "Page N of M" in one run: the total is a form XObject that
 % \AtEndDocument defines once the last page number is known; xdvipdfmx
-% resolves the forward reference.
-\AtEndDocument{\par\setbox\@tempboxa\hbox{\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
+% resolves the forward reference. The total is set in the footer's font.
+\AtEndDocument{\par\setbox\@tempboxa\hbox{\normalfont\small\sffamily\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
 \makeatother
 \fancypagestyle{opfooter}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
 \fancypagestyle{plain}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}

@@ -364,3 +364,26 @@ func TestHeadingsKeepTheirText(t *testing.T) {
 		})
 	}
 }
+
+// TestFooterOneFont: the footer's total ("Page 1 of 2") is set in the
+// footer's font and size, not the body's: pdftotext gives its words one
+// height, and pdffonts no body font for it.
+func TestFooterOneFont(t *testing.T) {
+	p := newPipeline(t)
+	md := "# Footer\n\n" + strings.Repeat("A paragraph of text that fills pages. ", 150)
+	res, err := p.Do(t.Context(), Request{Name: "footer.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	pages := bboxPages(t, writePDF(t, res.PDF, "footer.pdf"))
+	for _, pg := range pages {
+		n := len(pg.words)
+		if n < 4 || pg.words[n-4].text != "Page" || pg.words[n-2].text != "of" {
+			t.Fatalf("page %d does not end in the footer: %v", len(pages), pg.words[max(0, n-4):])
+		}
+		page, total := pg.words[n-4], pg.words[n-1]
+		if h1, h2 := page.yMax-page.yMin, total.yMax-total.yMin; h1-h2 > 0.05 || h2-h1 > 0.05 {
+			t.Errorf("page %d footer: %q is %.2f pt high, its total %q %.2f pt: want one font", page.page, page.text, h1, total.text, h2)
+		}
+	}
+}
