@@ -121,6 +121,9 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newcommand\opbr{\penalty200\hskip0pt\relax}
 \newcommand\opbrk{{\parskip=0pt\endgraf\noindent}}
 \DeclareRobustCommand\opnl{\ifhmode\unskip\newline\fi}
+% A word whose glyphs do not map back to its text (texwriter.escRun):
+% a marked-content span with the text as /ActualText (#1, UTF-16BE hex).
+\DeclareRobustCommand\opactual[2]{\leavevmode\hbox{\special{pdf:literal direct /Span<</ActualText<#1>>>BDC}#2\special{pdf:literal direct EMC}}}
 \DeclareRobustCommand\optt[1]{{\ttfamily #1}}
 \DeclareRobustCommand\opurl[1]{{\ttfamily #1}}
 \DeclareRobustCommand\opul[1]{\uline{#1}}

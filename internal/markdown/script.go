@@ -113,6 +113,14 @@ var fonts = [numFonts]fontInfo{
 	fontEmoji:      {key: "emoji", set: covEmoji, family: "Symbola", options: "AutoFakeBold=1.5,AutoFakeSlant=0.15", scripts: ScriptEmoji},
 }
 
+// actualText reports whether runs of the font with this key carry their
+// text as /ActualText (texWriter.escRun): the left-to-right scripts whose
+// shaping reorders glyphs. Right-to-left words are not wrapped: TeX--XeT
+// reverses the contents of their boxes, the span's operators with them.
+func actualText(key string) bool {
+	return key == "devanagari"
+}
+
 // neutralChain is the order in which fonts are tried for a character that
 // belongs to no script with its own font (punctuation, symbols, Latin):
 // the main font, then the symbol fonts, then, as a last resort, the script

@@ -1,8 +1,12 @@
 package markdown
 
 import (
+	"fmt"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // TeX reads its input line by line into a buffer of about 200,000 bytes;
@@ -221,7 +225,7 @@ func (w *texWriter) runs(runs []Run, m textMode) {
 			if r.RTL {
 				w.raw(`\beginR{}`)
 			}
-			w.esc(r.Text, m)
+			w.escRun(r, m)
 			if r.RTL {
 				w.raw(`\endR{}`)
 			}
@@ -243,7 +247,59 @@ func (w *texWriter) runs(runs []Run, m textMode) {
 			continue
 		}
 		w.raw(`\opfont` + r.Font + `{`)
+		w.escRun(r, m)
+		w.raw(`}`)
+	}
+}
+
+// maxActualWord bounds the words that carry their text (see escRun): a
+// longer word could not break over lines in its box.
+const maxActualWord = 48
+
+// escRun writes a run's text. In the scripts whose shaping reorders and
+// merges glyphs (Devanagari and its relatives: a vowel sign drawn before
+// its consonant, conjuncts drawn as one glyph) the glyphs do not map back
+// to the text, so copying or searching the PDF would find broken words:
+// each word is set as \opactual{hex}{word}, a marked-content span whose
+// /ActualText is the word's own text (UTF-16BE in hex, so no user text
+// reaches the special).
+func (w *texWriter) escRun(r Run, m textMode) {
+	if !actualText(r.Font) || m == modePlain {
 		w.esc(r.Text, m)
+		return
+	}
+	text := r.Text
+	for text != "" {
+		i := strings.IndexAny(text, " \t\n")
+		if i == 0 {
+			w.esc(text[:1], m)
+			text = text[1:]
+			continue
+		}
+		word := text
+		if i > 0 {
+			word = text[:i]
+		}
+		text = text[len(word):]
+		if utf8.RuneCountInString(word) > maxActualWord {
+			w.esc(word, m)
+			continue
+		}
+		actual := norm.NFC.String(word)
+		if text != "" {
+			// The space after the word belongs to its text: poppler
+			// spreads the text over the glyphs' box, and a vowel sign
+			// at the end narrows the gap to the next word below its
+			// threshold for a space.
+			actual += " "
+		}
+		var hex strings.Builder
+		hex.WriteString("FEFF")
+		for _, u := range utf16.Encode([]rune(actual)) {
+			fmt.Fprintf(&hex, "%04X", u)
+		}
+		w.raw(`\opactual{` + hex.String() + `}{`)
+		w.esc(word, m)
 		w.raw(`}`)
 	}
 }

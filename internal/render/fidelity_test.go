@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // The checks of this file judge how a PDF reads, with pdftotext -bbox:
@@ -385,5 +387,56 @@ func TestFooterOneFont(t *testing.T) {
 		if h1, h2 := page.yMax-page.yMin, total.yMax-total.yMin; h1-h2 > 0.05 || h2-h1 > 0.05 {
 			t.Errorf("page %d footer: %q is %.2f pt high, its total %q %.2f pt: want one font", page.page, page.text, h1, total.text, h2)
 		}
+	}
+}
+
+// TestTextLayer: pdftotext gives back the source text of every script of
+// the multilingual corpus document, letter for letter (NFC, spaces
+// aside): Devanagari words whole, with their vowel signs in order, and the
+// Latin ligature characters as their letters. Arabic alone is compared
+// after NFKC: poppler reads its shaped glyphs as presentation forms.
+func TestTextLayer(t *testing.T) {
+	dir := corpusDir(t)
+	p := newPipeline(t)
+	src, err := os.ReadFile(filepath.Join(dir, "multilingual.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(src) + "\nLigatures: \ufb00 \ufb01 \ufb02 \ufb03 \ufb04 in office.\n"
+	res, err := p.Do(t.Context(), Request{Name: "multilingual.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	out, err := exec.Command("pdftotext", "-enc", "UTF-8", writePDF(t, res.PDF, "ml.pdf"), "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext: %v", err)
+	}
+	text := squash(bidiMarks.Replace(norm.NFC.String(string(out))))
+	compat := squash(bidiMarks.Replace(norm.NFKC.String(string(out))))
+	item := regexp.MustCompile(`(?m)^- \*\*(.+?):?\s*:?\*\* (.+)$`)
+	rtl := regexp.MustCompile(`[\p{Arabic}\p{Hebrew}]`)
+	letters := func(s string) string {
+		return strings.Join(regexp.MustCompile(`[\p{L}\p{M}]+`).FindAllString(s, -1), "")
+	}
+	items := item.FindAllStringSubmatch(string(src), -1)
+	if len(items) < 10 {
+		t.Fatalf("multilingual.md has %d language items, want at least 10", len(items))
+	}
+	for _, m := range items {
+		for _, s := range []string{m[1], m[2]} {
+			want := squash(norm.NFC.String(strings.TrimRight(s, ":")))
+			got := text
+			if rtl.MatchString(s) {
+				// Right to left: poppler places the neutrals at the
+				// stretch's ends by its own rules; compare the letters.
+				want, got = letters(want), letters(compat)
+			}
+			if !strings.Contains(got, want) {
+				t.Errorf("pdftotext lacks %q", s)
+			}
+		}
+	}
+	if !strings.Contains(text, "Ligatures:fffiflffifflinoffice.") {
+		t.Errorf("ligature characters do not extract as their letters: %q", text[strings.LastIndex(text, "Ligatures"):])
 	}
 }
