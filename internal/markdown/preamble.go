@@ -28,7 +28,8 @@ func Preamble(p Profile) string {
 \usepackage{fvextra}
 \usepackage{enumitem}
 \usepackage{fancyhdr}
-\usepackage{amsmath,amssymb}
+\usepackage{amsmath}
+\usepackage[warnings-off={mathtools-colon,mathtools-overbracket}]{unicode-math}
 \usepackage{framed}
 \usepackage[normalem]{ulem}
 \usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,hyperfootnotes=false,pdfcreator={outprint}]{hyperref}
@@ -41,6 +42,7 @@ func Preamble(p Profile) string {
 \setmainfont{Noto Serif}
 \setsansfont{Noto Sans}
 \setmonofont{Noto Sans Mono}[Scale=MatchLowercase]
+\setmathfont{TeX Gyre Schola Math}[Scale=MatchLowercase]
 `)
 	b.WriteString(FontPreamble(p.Scripts))
 	b.WriteString(HighlightPreamble)

@@ -440,3 +440,82 @@ func TestTextLayer(t *testing.T) {
 		t.Errorf("ligature characters do not extract as their letters: %q", text[strings.LastIndex(text, "Ligatures"):])
 	}
 }
+
+// TestTypefaces: one typeface system, by pdffonts: formulas in TeX Gyre
+// Schola Math (no Computer Modern or Latin Modern beside Noto Serif), and
+// Devanagari, Thai and Hebrew inside serif text in the Noto Serif faces.
+func TestTypefaces(t *testing.T) {
+	p := newPipeline(t)
+	md := "# Faces\n\nInline $E = mc^2$ and a sum $\\sum_{i=1}^n i$.\n\n$$\\int_0^1 x^2\\,dx = \\frac{1}{3}$$\n\n" +
+		"Hindi दुनिया, Thai ภาษาไทย, Hebrew שלום in serif text.\n"
+	res, err := p.Do(t.Context(), Request{Name: "faces.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	f := inspectPDF(t, res.PDF)
+	for _, want := range []string{"TeXGyreScholaMath", "NotoSerifDevanagari", "NotoSerifThai", "NotoSerifHebrew"} {
+		if !strings.Contains(f.Fonts, want) {
+			t.Errorf("pdffonts lacks %s:\n%s", want, f.Fonts)
+		}
+	}
+	for _, unwanted := range []string{"CMR", "CMMI", "CMSY", "CMEX", "LMRoman", "LMMath", "NotoSansDevanagari", "NotoSansThai", "NotoSansHebrew"} {
+		if strings.Contains(f.Fonts, unwanted) {
+			t.Errorf("pdffonts lists %s:\n%s", unwanted, f.Fonts)
+		}
+	}
+}
+
+// TestEveryScript: each script Debian's Noto fonts cover prints in its
+// Noto font and comes back from pdftotext as typed; a script no installed
+// font has fails the render with an error that names it.
+func TestEveryScript(t *testing.T) {
+	p := newPipeline(t)
+	samples := []struct{ script, text, font string }{
+		{"Bengali", "বাংলা ভাষা", "NotoSerifBengali"},
+		{"Tamil", "தமிழ் மொழி", "NotoSerifTamil"},
+		{"Malayalam", "മലയാളം ഭാഷ", "NotoSerifMalayalam"},
+		{"Kannada", "ಕನ್ನಡ ಭಾಷೆ", "NotoSerifKannada"},
+		{"Telugu", "తెలుగు భాష", "NotoSerifTelugu"},
+		{"Gujarati", "ગુજરાતી ભાષા", "NotoSerifGujarati"},
+		{"Gurmukhi", "ਪੰਜਾਬੀ ਭਾਸ਼ਾ", "NotoSerifGurmukhi"},
+		{"Oriya", "ଓଡ଼ିଆ ଭାଷା", "NotoSansOriya"},
+		{"Sinhala", "සිංහල භාෂාව", "NotoSerifSinhala"},
+		{"Khmer", "ភាសាខ្មែរ", "NotoSerifKhmer"},
+		{"Lao", "ພາສາລາວ", "NotoSerifLao"},
+		{"Myanmar", "မြန်မာဘာသာ", "NotoSerifMyanmar"},
+		{"Georgian", "ქართული ენა", "NotoSerifGeorgian"},
+		{"Armenian", "Հայերեն լեզու", "NotoSerifArmenian"},
+		{"Ethiopic", "አማርኛ ቋንቋ", "NotoSerifEthiopic"},
+	}
+	var md strings.Builder
+	md.WriteString("# Scripts\n\n")
+	for _, s := range samples {
+		fmt.Fprintf(&md, "- %s: %s\n", s.script, s.text)
+	}
+	res, err := p.Do(t.Context(), Request{Name: "scripts.md", Markdown: []byte(md.String())}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	f := inspectPDF(t, res.PDF)
+	text := squash(norm.NFC.String(inspectPDFPath(t, writePDF(t, res.PDF, "scripts.pdf"))))
+	for _, s := range samples {
+		if !strings.Contains(text, squash(s.script+": "+s.text)) {
+			t.Errorf("pdftotext lacks %s %q", s.script, s.text)
+		}
+		if !strings.Contains(f.Fonts, s.font) {
+			t.Errorf("pdffonts lacks %s for %s", s.font, s.script)
+		}
+	}
+	if strings.Contains(text, "\ufffd") {
+		t.Errorf("pdftotext has a replacement character")
+	}
+
+	_, err = p.Do(t.Context(), Request{Name: "cuneiform.md", Markdown: []byte("# Old\n\nCuneiform: \U00012000\U00012001.\n")}, nil)
+	if err == nil {
+		t.Fatal("render of Cuneiform text succeeded, want an error naming the script")
+	}
+	le := limitsError(t, err)
+	if len(le.Problems) != 1 || !strings.Contains(le.Problems[0].Message, "Cuneiform") || le.Problems[0].Line != 3 {
+		t.Errorf("problems = %+v, want one at line 3 naming Cuneiform", le.Problems)
+	}
+}
