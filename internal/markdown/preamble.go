@@ -63,7 +63,9 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \setlength{\parindent}{0pt}
 \setlength{\parskip}{0.55em plus 0.2em minus 0.1em}
 \setlength{\emergencystretch}{3em}
-\setlength{\LTpre}{0.6em}\setlength{\LTpost}{0.6em}
+\setlength{\LTpre}{1em}\setlength{\LTpost}{0.8em}
+% Footnotes keep their distance from a notice box above them.
+\setlength{\skip\footins}{1.4em plus 0.4em minus 0.2em}
 \frenchspacing
 \hbadness=10000
 \urlstyle{same}
@@ -94,7 +96,7 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \setlist[itemize,2,4,6,8]{label=\textendash}
 \setlist[enumerate]{label=\arabic*.}
 \newenvironment{opquote}{\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.3em}\item\relax\color{black!75}}{\end{list}}
-\newcommand\optoggletitle[1]{\par\noindent{\sffamily\bfseries #1}\par\nobreak}
+\newcommand\optoggletitle[1]{\par\addvspace{0.6em}\noindent{\sffamily\bfseries #1}\par\nobreak}
 \newenvironment{optoggle}[1]{\optoggletitle{#1}\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.2em}\item\relax}{\end{list}}
 % \opheadbreak goes between two headings (writer.headingAfterHeading): a
 % discouraged but legal page break, since LaTeX keeps a heading with what
@@ -130,7 +132,8 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \DeclareRobustCommand\opurl[1]{{\ttfamily #1}}
 \DeclareRobustCommand\opul[1]{\uline{#1}}
 \DeclareRobustCommand\opst[1]{\sout{#1}}
-\DeclareRobustCommand\ophl[1]{\bgroup\markoverwith{\textcolor{ophighlight}{\rule[-0.3ex]{2pt}{2.5ex}}}\ULon{#1}}
+% The highlight's box is smashed: it must not change the line's height.
+\DeclareRobustCommand\ophl[1]{\bgroup\markoverwith{\textcolor{ophighlight}{\smash{\rule[-0.3ex]{2pt}{2.5ex}}}}\ULon{#1}}
 \DeclareRobustCommand\opfnmark[1]{\textsuperscript{#1}}
 \DeclareRobustCommand\opanchor[1]{\special{pdf:dest (#1) [@thispage /XYZ @xpos @ypos null]}}
 \newcommand\opminorheading[1]{\par\noindent{\sffamily\bfseries #1}\par}
@@ -143,9 +146,10 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % image goes to the next line instead of over the margin.
 \newlength\opimgw\newlength\opimgh
 \newcommand\opimg[4]{\ifhmode\hfil\penalty0\hskip0pt plus -1fil\relax\fi\setlength\opimgw{#2}\ifdim\opimgw>#1\relax\setlength\opimgw{#1}\fi\setlength\opimgh{#3}\ifdim\opimgh>0.75\textheight\setlength\opimgh{0.75\textheight}\fi\includegraphics[width=\opimgw,height=\opimgh,keepaspectratio]{#4}}
-\newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par}
+\newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par\addvspace{0.4em}}
 \newcommand\opalignc{\centering}\newcommand\opalignl{\raggedright}\newcommand\opalignr{\raggedleft}
-\newcommand\opcaption[1]{\par\vspace{0.3em}{\small\itshape #1\par}}
+\newcommand\opcaption[1]{\par\vspace{0.2em}{\small\itshape #1\par}}
+\newcommand\opmathgap{\par\vspace{0.4\baselineskip}}
 % Tables: \optw is the line width less the column separation (#1 times
 % \tabcolsep); #2 is the size: 0 normal, 1 small, 2 footnotesize, where
 % the many columns also stand closer.

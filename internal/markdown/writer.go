@@ -593,6 +593,11 @@ func (r *writer) mathBlock(n *MathBlock) {
 	if f == "" {
 		return
 	}
+	if _, ok := n.PreviousSibling().(*MathBlock); ok {
+		// Two displays in a row would touch: the second one's skip
+		// above is the short one, after a paragraph of no text.
+		r.raw(`\opmathgap` + "\n")
+	}
 	r.raw(`\[` + "\n")
 	r.formula(f)
 	r.raw("\n" + `\]` + "\n")

@@ -519,3 +519,46 @@ func TestEveryScript(t *testing.T) {
 		t.Errorf("problems = %+v, want one at line 3 naming Cuneiform", le.Problems)
 	}
 }
+
+// TestRhythm: a highlighted line keeps the paragraph's line spacing, and
+// two display formulas in a row do not touch.
+func TestRhythm(t *testing.T) {
+	p := newPipeline(t)
+	words := strings.Repeat("plain words that fill the line ", 6)
+	md := "# Rhythm\n\n" + words + "then ==a highlighted phrase== and " + words + "\n\n$$a = b$$\n\n$$c = d$$\n"
+	res, err := p.Do(t.Context(), Request{Name: "rhythm.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	pages := bboxPages(t, writePDF(t, res.PDF, "rhythm.pdf"))
+	var lines []float64
+	var a, c bboxWord
+	for _, w := range pages[0].words {
+		switch norm.NFKC.String(w.text) {
+		case "a=b":
+			a = w
+		case "c=d":
+			c = w
+		}
+		if w.text != "plain" && w.text != "highlighted" {
+			continue
+		}
+		if len(lines) == 0 || w.yMin-lines[len(lines)-1] > 2 {
+			lines = append(lines, w.yMin)
+		}
+	}
+	if len(lines) < 4 {
+		t.Fatalf("paragraph has %d lines, want at least 4", len(lines))
+	}
+	for i := 2; i < len(lines); i++ {
+		if d0, d := lines[1]-lines[0], lines[i]-lines[i-1]; d-d0 > 0.1 || d0-d > 0.1 {
+			t.Errorf("line %d is %.2f pt below the one before, line 1 %.2f pt: want even spacing", i+1, d, d0)
+		}
+	}
+	if a.text == "" || c.text == "" {
+		t.Fatalf("formulas not found in the text layer")
+	}
+	if gap := c.yMin - a.yMax; gap < 4 {
+		t.Errorf("display formulas %.1f pt apart, want a gap", gap)
+	}
+}
