@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"html"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/tex"
 )
 
 // The checks of this file judge how a PDF reads, with pdftotext -bbox:
@@ -560,5 +564,31 @@ func TestRhythm(t *testing.T) {
 	}
 	if gap := c.yMin - a.yMax; gap < 4 {
 		t.Errorf("display formulas %.1f pt apart, want a gap", gap)
+	}
+}
+
+// TestWarmPoolTypefaces: the preamble, unicode-math and the script fonts
+// included, dumps into a warm process's format and typesets there as it
+// does cold.
+func TestWarmPoolTypefaces(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdffonts")
+	pool, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Max: 1})
+	if err != nil {
+		t.Fatalf("tex.NewPool: %v", err)
+	}
+	defer pool.Close(context.Background())
+	p := New(Config{Engine: pool, TempDir: t.TempDir()})
+	md := "# Warm\n\nInline $x^2$ and हिन्दी and தமிழ்.\n"
+	for i := 0; i < 2; i++ { // the second render finds the process warm
+		res, err := p.Do(t.Context(), Request{Name: "warm.md", Markdown: []byte(md)}, nil)
+		if err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		f := inspectPDF(t, res.PDF)
+		for _, want := range []string{"TeXGyreScholaMath", "NotoSerifDevanagari", "NotoSerifTamil"} {
+			if !strings.Contains(f.Fonts, want) {
+				t.Errorf("render %d: pdffonts lacks %s", i, want)
+			}
+		}
 	}
 }
