@@ -91,6 +91,8 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \setlistdepth{9}
 \renewlist{itemize}{itemize}{9}
 \renewlist{enumerate}{enumerate}{9}
+% Code blocks: a light rule on their left, so that blocks in a row stay apart.
+\fvset{frame=leftline,framerule=1.5pt,rulecolor=\color{black!18},framesep=0.7em,xleftmargin=0.2em}
 \setlist{topsep=0.3em,partopsep=0pt,itemsep=0.2em,parsep=0.3em}
 \setlist[itemize]{label=\textbullet}
 \setlist[itemize,2,4,6,8]{label=\textendash}
@@ -128,12 +130,18 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % A word whose glyphs do not map back to its text (texwriter.escRun):
 % a marked-content span with the text as /ActualText (#1, UTF-16BE hex).
 \DeclareRobustCommand\opactual[2]{\leavevmode\hbox{\special{pdf:literal direct /Span<</ActualText<#1>>>BDC}#2\special{pdf:literal direct EMC}}}
-\DeclareRobustCommand\optt[1]{{\ttfamily #1}}
-\DeclareRobustCommand\opurl[1]{{\ttfamily #1}}
+% Inline code and URLs keep their monospace spacing: a space is the
+% font's own, never stretched by justification; and they are never
+% hyphenated (a hyphen in a URL would read as part of it).
+\newcommand\opmono{\ttfamily\hyphenchar\font=-1\spaceskip=\fontdimen2\font\xspaceskip=\fontdimen2\font}
+\DeclareRobustCommand\optt[1]{{\opmono #1}}
+\DeclareRobustCommand\opurl[1]{{\opmono #1}}
 \DeclareRobustCommand\opul[1]{\uline{#1}}
 \DeclareRobustCommand\opst[1]{\sout{#1}}
 % The highlight's box is smashed: it must not change the line's height.
 \DeclareRobustCommand\ophl[1]{\bgroup\markoverwith{\textcolor{ophighlight}{\smash{\rule[-0.3ex]{2pt}{2.5ex}}}}\ULon{#1}}
+% An Outline placeholder (!!text!!) keeps a grey marking.
+\DeclareRobustCommand\opph[1]{\bgroup\markoverwith{\textcolor{black!12}{\smash{\rule[-0.3ex]{2pt}{2.5ex}}}}\ULon{#1}}
 \DeclareRobustCommand\opfnmark[1]{\textsuperscript{#1}}
 \DeclareRobustCommand\opanchor[1]{\special{pdf:dest (#1) [@thispage /XYZ @xpos @ypos null]}}
 \newcommand\opminorheading[1]{\par\noindent{\sffamily\bfseries #1}\par}

@@ -75,6 +75,7 @@ type fontID uint8
 const (
 	fontMain fontID = iota
 	fontCJK
+	fontKorean
 	fontArabic
 	fontHebrew
 	fontDevanagari
@@ -124,8 +125,12 @@ type fontInfo struct {
 // so that **bold** or *italic* text keeps its glyphs instead of falling
 // back to a shape fontspec does not have.
 var fonts = [numFonts]fontInfo{
-	fontMain:       {key: "", set: covMain, family: "Noto Serif"},
-	fontCJK:        {key: "cjk", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK, breakLocale: "ja"},
+	fontMain: {key: "", set: covMain, family: "Noto Serif"},
+	fontCJK:  {key: "cjk", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK, breakLocale: "ja"},
+	// Korean is written with spaces between words and breaks there, not
+	// between any two syllables as Chinese and Japanese do: the same font
+	// without ICU line breaking.
+	fontKorean:     {key: "korean", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK},
 	fontArabic:     {key: "arabic", set: covArabic, family: "Noto Naskh Arabic", options: "Script=Arabic", scripts: ScriptArabic, rtl: true},
 	fontHebrew:     {key: "hebrew", set: covHebrew, family: "Noto Serif Hebrew", sans: "Noto Sans Hebrew", options: "Script=Hebrew", scripts: ScriptHebrew, rtl: true},
 	fontDevanagari: {key: "devanagari", set: covDevanagari, family: "Noto Serif Devanagari", sans: "Noto Sans Devanagari", options: "Script=Devanagari", scripts: ScriptDevanagari},
@@ -170,7 +175,7 @@ func actualText(key string) bool {
 // the main font, then the symbol fonts, then, as a last resort, the script
 // fonts, which also carry a few symbols. Symbols go to the symbol fonts
 // before the big CJK font so that an arrow does not pull in CJK.
-var neutralChain = [...]fontID{fontMain, fontMath, fontSymbols, fontSymbolsTwo, fontEmoji, fontCJK, fontArabic, fontHebrew, fontDevanagari, fontThai,
+var neutralChain = [...]fontID{fontMain, fontMath, fontSymbols, fontSymbolsTwo, fontEmoji, fontCJK, fontKorean, fontArabic, fontHebrew, fontDevanagari, fontThai,
 	fontBengali, fontTamil, fontMalayalam, fontKannada, fontTelugu, fontGujarati, fontGurmukhi, fontOriya, fontSinhala, fontKhmer, fontLao, fontMyanmar, fontTibetan, fontGeorgian, fontArmenian, fontEthiopic}
 
 // maxCluster bounds the runes of one cluster (a base with its marks), so
@@ -197,6 +202,8 @@ func scriptFont(r rune) fontID {
 	switch {
 	case r < 0x0530:
 		return fontMain // fast path: Latin, Greek, Cyrillic
+	case unicode.Is(unicode.Hangul, r) && !unicode.Is(cjkBlocks, r):
+		return fontKorean
 	case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Bopomofo, cjkBlocks):
 		return fontCJK
 	case unicode.Is(unicode.Arabic, r):

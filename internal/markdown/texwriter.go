@@ -61,6 +61,9 @@ type texWriter struct {
 	alnum      bool // the last character of the run was a letter or digit
 	firstBreak int
 	everyBreak int
+	// urlBreaks adds a break opportunity after each `/`, `.` and `-` of
+	// code text (a URL): it breaks there before it breaks inside a word.
+	urlBreaks bool
 	para       int // bytes of text since the last block started
 
 	// Right-to-left stretches. A stretch (see WriteRuns) must not be
@@ -383,6 +386,10 @@ func (w *texWriter) esc(s string, m textMode) {
 			} else {
 				w.b = append(w.b, c)
 				w.col++
+				if w.urlBreaks && m == modeCode && (c == '/' || c == '.' || c == '-') && i+1 < len(s) && s[i+1] != c {
+					w.raw(`\opbr{}`)
+					w.word = -1 // counted below
+				}
 			}
 			i++
 		} else {

@@ -931,7 +931,7 @@ func (r *writer) inlineOther(n ast.Node) {
 	case *Highlight:
 		r.decorated(`\ophl`, n)
 	case *Placeholder:
-		r.inlines(n)
+		r.decorated(`\opph`, n)
 	case *MathInline:
 		f := strings.TrimSpace(n.Formula)
 		if f == "" {
@@ -1213,7 +1213,9 @@ func (r *writer) autoLink(n *ast.AutoLink) {
 	}
 	r.hyper(n, t, func() {
 		r.raw(`\opurl{`)
+		r.urlBreaks = true
 		r.text(label, modeCode)
+		r.urlBreaks = false
 		r.raw(`}`)
 	})
 }

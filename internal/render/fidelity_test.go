@@ -592,3 +592,58 @@ func TestWarmPoolTypefaces(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallThings: inline code keeps its monospace spaces, a URL breaks
+// after a slash, point or hyphen and never gets a hyphen of its own,
+// Korean breaks between words, and a document of three headings gets no
+// table of contents.
+func TestSmallThings(t *testing.T) {
+	p := newPipeline(t)
+	korean := strings.Repeat("환영합니다! 지원팀이 한국어로 답변해 드립니다. ", 6)
+	words := map[string]bool{}
+	for _, w := range strings.Fields(korean) {
+		words[w] = true
+	}
+	md := "# Zero\n\n# One\n\n## Two\n\n## Three\n\nRun `sync  --dry-run` and `ab` now. See https://docs.example.com/reference/configuration/advanced/networking/proxies/index.html?lang=en#timeouts and more words after it, " +
+		"https://docs.example.com/reference/configuration/advanced/networking/proxies/index.html?lang=en#timeouts again.\n\n" + korean + "\n"
+	res, err := p.Do(t.Context(), Request{Name: "small.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	path := writePDF(t, res.PDF, "small.pdf")
+	text := inspectPDFPath(t, path)
+	if strings.Contains(text, "Contents") {
+		t.Errorf("a document of three headings has a table of contents")
+	}
+	pages := bboxPages(t, path)
+	var sync, dry, ab bboxWord
+	for _, w := range pages[0].words {
+		switch w.text {
+		case "sync":
+			sync = w
+		case "--dry-run":
+			dry = w
+		case "ab":
+			ab = w
+		}
+	}
+	char := (ab.xMax - ab.xMin) / 2
+	if gap := dry.xMin - sync.xMax; char == 0 || gap < 1.8*char || gap > 2.2*char {
+		t.Errorf("two spaces of inline code are %.1f pt wide, want two characters (%.1f pt)", gap, 2*char)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if i := strings.LastIndex(line, "https://"); i >= 0 && !strings.HasSuffix(line, "#timeouts") && !strings.Contains(line[i:], " ") {
+			if end := line[len(line)-1]; end != '/' && end != '.' && end != '-' {
+				t.Errorf("URL broken after %q, want a break after / . or -", line[i:])
+			}
+		}
+		if f := strings.Fields(line); len(f) > 0 && strings.ContainsRune(line, '니') {
+			// Every line of the Korean paragraph starts and ends with
+			// whole words.
+			if !words[f[0]] || !words[f[len(f)-1]] {
+				t.Errorf("Korean line breaks inside a word: %q", line)
+			}
+		}
+	}
+}
