@@ -64,7 +64,7 @@ type texWriter struct {
 	// urlBreaks adds a break opportunity after each `/`, `.` and `-` of
 	// code text (a URL): it breaks there before it breaks inside a word.
 	urlBreaks bool
-	para       int // bytes of text since the last block started
+	para      int // bytes of text since the last block started
 
 	// Right-to-left stretches. A stretch (see WriteRuns) must not be
 	// split, or its words print in the wrong order; in a paragraph it may
