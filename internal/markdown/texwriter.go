@@ -61,10 +61,11 @@ type texWriter struct {
 	alnum      bool // the last character of the run was a letter or digit
 	firstBreak int
 	everyBreak int
+	para       int // bytes of text since the last block started
+
 	// urlBreaks adds a break opportunity after each `/`, `.` and `-` of
 	// code text (a URL): it breaks there before it breaks inside a word.
 	urlBreaks bool
-	para      int // bytes of text since the last block started
 
 	// Right-to-left stretches. A stretch (see WriteRuns) must not be
 	// split, or its words print in the wrong order; in a paragraph it may
