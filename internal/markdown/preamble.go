@@ -135,6 +135,9 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % hyphenated (a hyphen in a URL would read as part of it).
 \newcommand\opmono{\ttfamily\hyphenchar\font=-1\spaceskip=\fontdimen2\font\xspaceskip=\fontdimen2\font}
 \DeclareRobustCommand\optt[1]{{\opmono #1}}
+% Inline HTML (html.go): <kbd> and <mark>.
+\DeclareRobustCommand\opkbd[1]{{\opmono #1}}
+\DeclareRobustCommand\ophlbox[1]{{\fboxsep=1pt\colorbox{ophighlight}{#1}}}
 \DeclareRobustCommand\opurl[1]{{\opmono #1}}
 \DeclareRobustCommand\opul[1]{\uline{#1}}
 \DeclareRobustCommand\opst[1]{\sout{#1}}

@@ -379,6 +379,10 @@ func (w *texWriter) esc(s string, m textMode) {
 			if e := asciiEsc[c]; e != "" {
 				w.b = append(w.b, e...)
 				w.col += len(e)
+			} else if c == '\'' && m == modeCode {
+				// Literal text (code, raw HTML) keeps its straight
+				// apostrophe, as it keeps its straight double quote.
+				w.raw(`\textquotesingle{}`)
 			} else if (c == '-' || c == ',' || c == '\'') && i+1 < len(s) && s[i+1] == c {
 				// "--", ",," and "''" stay two characters: the font's TeX
 				// ligatures would print a dash or a quotation mark.

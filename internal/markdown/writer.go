@@ -3,9 +3,11 @@ package markdown
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -147,6 +149,10 @@ type writer struct {
 	caption    bool // inside an image caption (a minipage)
 	args       int  // open macro arguments around inline text (\textbf{…}, \href{…}{…}): no \par there
 	quiet      bool // writing text a second time: no warnings
+
+	// htmlClose holds the closing tags of allowed inline HTML (html.go)
+	// whose opening tag has been written: what each one writes.
+	htmlClose map[ast.Node]string
 
 	// The bidirectional paragraph being written (bidi.go): its root, the
 	// inline node being written, and laStop when a line break ends the
@@ -303,6 +309,9 @@ func (r *writer) block(n ast.Node) {
 		if n.HasClosure() {
 			s += string(n.ClosureLine.Value(r.d.src))
 		}
+		if isComment(s) {
+			return // an HTML comment prints nowhere
+		}
 		r.codeLines(s, false)
 	case *ast.Blockquote:
 		r.nested("quote", "", n)
@@ -374,12 +383,13 @@ func (r *writer) onlyImages(n ast.Node) bool {
 // anchor gives a heading a PDF destination named after its GitHub-style
 // slug, so that `[x](#slug)` links reach it.
 func (r *writer) anchor(h heading) {
-	// GitHub's slug: lower case, letters, digits, hyphens; spaces become
-	// hyphens, everything else goes.
+	// GitHub's slug: lower case; letters (of any script), marks, digits,
+	// underscores and hyphens kept; spaces become hyphens, everything
+	// else goes.
 	var sb strings.Builder
 	for _, c := range strings.ToLower(h.plain) {
 		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+		case unicode.In(c, unicode.L, unicode.M, unicode.N, unicode.Pc), c == '-':
 			sb.WriteRune(c)
 		case c == ' ':
 			sb.WriteByte('-')
@@ -963,23 +973,15 @@ func (r *writer) inlineOther(n ast.Node) {
 			s := n.Segments.At(i)
 			b.Write(s.Value(r.d.src))
 		}
-		if r.cell && isBr(b.String()) {
-			r.bidiBreak()
-			r.raw(`\opnl{}`)
+		if r.inlineHTML(n, b.String()) {
 			return
 		}
-		r.text(string(clean([]byte(b.String()))), modeText)
+		r.text(string(clean([]byte(b.String()))), modeCode)
 	case *extast.FootnoteLink:
 		r.footnoteRef(n)
 	default:
 		r.inlines(n)
 	}
-}
-
-// isBr reports whether an HTML tag is <br>, <br/> or <br />.
-func isBr(tag string) bool {
-	t := strings.ToLower(strings.ReplaceAll(tag, " ", ""))
-	return t == "<br>" || t == "<br/>"
 }
 
 // group writes open, the children and a closing brace.
@@ -1147,6 +1149,12 @@ func (r *writer) resolveLink(dest string) (target, string) {
 	if strings.HasPrefix(dest, "#") {
 		if name, ok := r.anchors[dest[1:]]; ok {
 			return target{dest: name}, ""
+		}
+		// A link to a non-ASCII heading may be percent-encoded.
+		if frag, err := url.PathUnescape(dest[1:]); err == nil {
+			if name, ok := r.anchors[strings.ToLower(frag)]; ok {
+				return target{dest: name}, ""
+			}
 		}
 		return target{}, fmt.Sprintf("link to %q: no heading has this name", shorten(dest))
 	}

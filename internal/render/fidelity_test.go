@@ -647,3 +647,41 @@ func TestSmallThings(t *testing.T) {
 		}
 	}
 }
+
+// TestGitHubMarkdown: HTML comments print nowhere, the allowed inline tags
+// become formatting and other HTML prints as typed, GitHub's heading
+// anchors (underscores, non-ASCII letters, -1 for a repeat) are link
+// targets, and literal HTML keeps its straight apostrophes.
+func TestGitHubMarkdown(t *testing.T) {
+	p := newPipeline(t)
+	md := "# GitHub\n\n<!-- block comment -->\n\nText <!-- inline comment --> H<sub>2</sub>O, <kbd>Ctrl</kbd>, <mark>marked</mark>, <span>span stays</span>.\n\n" +
+		"<div>echo '>'</div>\n\n## extension tex_math_dollars\n\n## Café crème\n\n## Café crème\n\n" +
+		"See [ext](#extension-tex_math_dollars), [café](#café-crème), [second](#café-crème-1).\n"
+	res, err := p.Do(t.Context(), Request{Name: "gh.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	for _, w := range res.Warnings {
+		t.Errorf("warning: %s", w.Message)
+	}
+	f := inspectPDF(t, res.PDF)
+	text := strings.Join(strings.Fields(f.Text), " ")
+	for _, bad := range []string{"comment", "<sub>", "<kbd>", "<mark>", "’>’"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("pdftotext has %q: %s", bad, text)
+		}
+	}
+	for _, want := range []string{"H2", "Ctrl", "marked", "<span>span stays</span>", "echo '>'"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("pdftotext lacks %q: %s", want, text)
+		}
+	}
+	// Three internal links: the PDF's link annotations with a destination.
+	out, err := exec.Command("qpdf", "--qdf", "--object-streams=disable", writePDF(t, res.PDF, "gh.pdf"), "-").Output()
+	if err != nil {
+		t.Fatalf("qpdf: %v", err)
+	}
+	if n := strings.Count(string(out), "/Subtype /Link"); n != 3 {
+		t.Errorf("PDF has %d link annotations, want 3", n)
+	}
+}
