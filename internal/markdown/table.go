@@ -174,6 +174,7 @@ func (r *writer) table(t *extast.Table) {
 	mins := make([][]candidate, ncol)
 	naturals := make([][]candidate, ncol)
 	tall := false
+	huge := false // a cell of many lines: the table may need to break anywhere
 	for _, row := range rows {
 		_, header := row.(*extast.TableHeader)
 		j := 0
@@ -188,6 +189,9 @@ func (r *writer) table(t *extast.Table) {
 			}
 			if !header && w > 15 && strings.Contains(text, " ") {
 				tall = true
+			}
+			if w > 200 {
+				huge = true
 			}
 			j++
 		}
@@ -273,11 +277,17 @@ func (r *writer) table(t *extast.Table) {
 
 	// end is how a row ends: in a long table the first two and last two
 	// body rows keep their neighbour on the same page, so that a page
-	// break leaves at least three rows on either side; tall rows get
-	// space between them.
+	// break leaves at least three rows on either side, and a table of
+	// fewer than six rows is not broken (unless a cell is huge); tall
+	// rows get space between them.
 	end := func(i, n int) string {
 		s := `\\`
-		if env == "longtable" && n >= 6 && (i < 2 || i >= n-3) {
+		switch {
+		case env != "longtable":
+		case n >= 6 && (i < 2 || i >= n-3):
+			s = `\\*`
+		case n < 6 && !huge:
+			// A short table is not split at all.
 			s = `\\*`
 		}
 		if tall && i < n-1 {
