@@ -64,8 +64,16 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \setlength{\parskip}{0.55em plus 0.2em minus 0.1em}
 \setlength{\emergencystretch}{3em}
 \setlength{\LTpre}{1em}\setlength{\LTpost}{0.8em}
-% Footnotes keep their distance from a notice box above them.
+% Footnotes keep their distance from a notice box above them; within
+% them, no blank line between notes, and every paragraph of a note aligned
+% with its first (the mark hangs in the indentation).
 \setlength{\skip\footins}{1.4em plus 0.4em minus 0.2em}
+\makeatletter
+% A note's text ends with \par: LaTeX's final strut would then start an
+% empty paragraph, a blank line before the next note; after \par it only
+% makes the last line as deep as a strut.
+\long\def\@makefntext#1{\parindent\z@\parskip0.2em\relax\leftskip1.5em\def\@finalstrut##1{\ifhmode\unskip\nobreak\vrule\@width\z@\@height\z@\@depth\dp##1\else\ifdim\prevdepth<\dp##1\kern\dimexpr\dp##1-\prevdepth\relax\fi\fi}\noindent\llap{\hb@xt@1.5em{\@makefnmark\hss}}#1}
+\makeatother
 \frenchspacing
 \hbadness=10000
 \urlstyle{same}

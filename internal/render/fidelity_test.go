@@ -685,3 +685,28 @@ func TestGitHubMarkdown(t *testing.T) {
 		t.Errorf("PDF has %d link annotations, want 3", n)
 	}
 }
+
+// TestFootnotes: no blank line between two notes, and a note's second
+// paragraph starts where its first does.
+func TestFootnotes(t *testing.T) {
+	p := newPipeline(t)
+	md := "# Notes\n\nText with a note[^a] and another[^b].\n\n[^a]: Alpha note.\n[^b]: Bravo note.\n\n    Charlie paragraph.\n"
+	res, err := p.Do(t.Context(), Request{Name: "notes.md", Markdown: []byte(md)}, nil)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	at := map[string]bboxWord{}
+	for _, w := range bboxPages(t, writePDF(t, res.PDF, "notes.pdf"))[0].words {
+		at[w.text] = w
+	}
+	a, b, c := at["Alpha"], at["Bravo"], at["Charlie"]
+	if a.text == "" || b.text == "" || c.text == "" {
+		t.Fatalf("notes not found: %v", at)
+	}
+	if gap, line := b.yMin-a.yMin, c.yMin-b.yMin; gap > line*1.05 {
+		t.Errorf("notes %.1f pt apart, lines of one note %.1f pt: want no blank line between notes", gap, line)
+	}
+	if d := c.xMin - b.xMin; d > 0.5 || d < -0.5 {
+		t.Errorf("second paragraph starts at x %.1f, first at %.1f: want them aligned", c.xMin, b.xMin)
+	}
+}
