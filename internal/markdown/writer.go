@@ -88,6 +88,11 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 	} else {
 		r.raw("\\setcounter{secnumdepth}{0}%\n")
 	}
+	if headings == 0 {
+		// No heading, no bookmark: the viewer opens no empty bookmarks
+		// panel (hyperref asks for it whenever bookmarks are on).
+		r.raw("\\special{pdf:docview <</PageMode /UseNone>>}%\n")
+	}
 	r.titleBlock(meta)
 	toc := meta.TOC && headings > 0
 	if toc {

@@ -710,3 +710,26 @@ func TestFootnotes(t *testing.T) {
 		t.Errorf("second paragraph starts at x %.1f, first at %.1f: want them aligned", c.xMin, b.xMin)
 	}
 }
+
+// TestNoBookmarksPanel: a PDF without headings has no bookmarks, so it
+// does not ask the viewer to open the bookmarks panel; one with headings
+// does.
+func TestNoBookmarksPanel(t *testing.T) {
+	p := newPipeline(t)
+	for _, c := range []struct{ md, want string }{
+		{"Just a paragraph.\n", "/PageMode /UseNone"},
+		{"# A heading\n\nA paragraph.\n", "/PageMode /UseOutlines"},
+	} {
+		res, err := p.Do(t.Context(), Request{Name: "panel.md", Markdown: []byte(c.md)}, nil)
+		if err != nil {
+			t.Fatalf("render: %v", err)
+		}
+		out, err := exec.Command("qpdf", "--qdf", "--object-streams=disable", writePDF(t, res.PDF, "panel.pdf"), "-").Output()
+		if err != nil {
+			t.Fatalf("qpdf: %v", err)
+		}
+		if !strings.Contains(string(out), c.want) || strings.Count(string(out), "/PageMode") != 1 {
+			t.Errorf("%q: the catalog lacks %s (or has two page modes)", c.md, c.want)
+		}
+	}
+}
