@@ -718,7 +718,7 @@ func TestNoBookmarksPanel(t *testing.T) {
 	p := newPipeline(t)
 	for _, c := range []struct{ md, want string }{
 		{"Just a paragraph.\n", "/PageMode /UseNone"},
-		{"# A heading\n\nA paragraph.\n", "/PageMode /UseOutlines"},
+		{"# Title\n\n## A heading\n\nA paragraph.\n", "/PageMode /UseOutlines"},
 	} {
 		res, err := p.Do(t.Context(), Request{Name: "panel.md", Markdown: []byte(c.md)}, nil)
 		if err != nil {
