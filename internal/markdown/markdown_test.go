@@ -229,6 +229,8 @@ func TestEscapes(t *testing.T) {
 		{`[ ] " < > | ` + "`", `{[} {]} \textquotedbl{} \textless{} \textgreater{} \textbar{} \textasciigrave{}`},
 		{"^^5c --", `\textasciicircum{}\textasciicircum{}5c -{}-`},
 		{"a ,, b '' c", `a ,{}, b '{}' c`},
+		// A full-width stop carries its own space.
+		{"ようこそ。 サポート。 Hi", `\opfontcjk{ようこそ。}\opfontcjk{サポート。}Hi`},
 	} {
 		var w texWriter
 		w.text(c.in, modeText)

@@ -365,6 +365,10 @@ func (w *texWriter) esc(s string, m textMode) {
 				w.word = 0
 				continue
 			}
+			if m == modeText && w.afterWideStop() {
+				// A full-width stop or comma carries its own space.
+				continue
+			}
 			prevSpace = true
 			if m == modePlain {
 				w.plainSpace()
@@ -448,6 +452,22 @@ func isASCIIAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// afterWideStop reports whether the last character written (inside its
+// font group, if one just closed) is full-width punctuation such as 。 or
+// ！, whose glyph already ends in white space.
+func (w *texWriter) afterWideStop() bool {
+	b := w.b
+	for len(b) > 0 && b[len(b)-1] == '}' {
+		b = b[:len(b)-1]
+	}
+	r, _ := utf8.DecodeLastRune(b)
+	switch r {
+	case '、', '。', '，', '．', '！', '？', '：', '；', '」', '』', '）':
+		return true
+	}
+	return false
+}
+
 // plainASCII reports whether a Text node's raw text is ASCII without
 // backslash escapes or entity references: it can be written as it is.
 func plainASCII(v []byte) bool {
@@ -465,7 +485,10 @@ func (w *texWriter) escBytes(v []byte) {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if c == ' ' || c == '\t' || c == '\n' {
-			w.space()
+			// ASCII text follows a full-width stop only at its start.
+			if i > 0 || !w.afterWideStop() {
+				w.space()
+			}
 			continue
 		}
 		if w.firstBreak > 0 && w.word+1 >= w.firstBreak || w.col >= softLine+200 {
