@@ -30,6 +30,21 @@ var htmlFormat = map[string]string{
 
 var htmlTagRE = regexp.MustCompile(`^<(/?)([a-zA-Z]+)\s*(/?)>$`)
 
+// isFormattingHTML reports whether a piece of inline HTML is a comment or
+// an allowed tag: it has no text of its own (bookmarks, table widths).
+func isFormattingHTML(raw string) bool {
+	if isComment(raw) {
+		return true
+	}
+	m := htmlTagRE.FindStringSubmatch(strings.TrimSpace(raw))
+	if m == nil {
+		return false
+	}
+	name := strings.ToLower(m[2])
+	_, ok := htmlFormat[name]
+	return ok || name == "br"
+}
+
 // isComment reports whether raw HTML is comments and white space only.
 func isComment(s string) bool {
 	s = strings.TrimSpace(s)

@@ -328,9 +328,13 @@ func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
 		case *emojiast.Emoji:
 			b.WriteString(string(c.Value.Unicode))
 		case *ast.RawHTML:
+			var raw strings.Builder
 			for i := 0; i < c.Segments.Len(); i++ {
 				s := c.Segments.At(i)
-				b.Write(s.Value(d.src))
+				raw.Write(s.Value(d.src))
+			}
+			if !isFormattingHTML(raw.String()) {
+				b.WriteString(raw.String())
 			}
 		case *extast.FootnoteLink, *extast.TaskCheckBox:
 		case *ast.AutoLink:
