@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
 BIN := bin/outprint
 
-.PHONY: setup build run test bench fuzz fuzz-pathological
+.PHONY: setup build run test bench fuzz fuzz-pathological visual visual-approve
 
 setup:
 	@bash scripts/setup.sh
@@ -34,3 +34,15 @@ fuzz: setup
 # 512 KB: doubling the input may at most about double the work.
 fuzz-pathological:
 	go test -count=1 -v -run '^TestPathological$$' -timeout 20m ./internal/markdown -args -pathological-size=262144
+
+# The visual regression suite (internal/render/visual_test.go, also part of
+# `make test`): compares every page of the corpus, examples/ and
+# testdata/visual/docs/ with the approved PNGs in testdata/visual/; a
+# changed page leaves approved | new | difference in testdata/visual/diff/.
+visual: setup
+	go test -count=1 -run '^TestVisual$$' -timeout 10m ./internal/render
+
+# Takes the pages as rendered now as the approved ones: look at them (and
+# at testdata/visual/diff/ from `make visual`) before committing.
+visual-approve: setup
+	go test -count=1 -run '^TestVisual$$' -timeout 10m ./internal/render -args -approve

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: XeLaTeX and the LaTeX packages the preamble uses, fonts for
 # every script of the corpus (Noto, Noto CJK, Symbola for monochrome emoji),
+# TeX Gyre Schola Math for formulas (unicode-math; it matches Noto Serif),
 # rsvg-convert for SVG images, poppler (pdfinfo, pdftotext, pdffonts) and qpdf
 # for checking PDFs in tests and for filling forms, pandoc and pdftk-java for
 # the benchmarks' peers, prometheus for promtool (the tests check and
@@ -17,6 +18,7 @@ packages=(
   texlive-xetex texlive-latex-recommended texlive-latex-extra
   texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
   texlive-fonts-recommended lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
+  fonts-texgyre-math
   librsvg2-bin poppler-utils qpdf pandoc pdftk-java
   prometheus chromium
 )

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,10 @@ func TestRenderCommandTooLarge(t *testing.T) {
 	stdout, _, code := runCLI(t, "render", big, "--json", "-o", os.DevNull)
 	if code != exitDocument || !strings.Contains(stdout, `"code":"too_large"`) {
 		t.Errorf("exit = %d, stdout = %s, want 1 and too_large", code, stdout)
+	}
+	// The message gives the file's real size, not the bound plus one.
+	size := fmt.Sprintf("%d bytes", 5*(limits.MaxMarkdownBytes/5+10))
+	if !strings.Contains(stdout, size) {
+		t.Errorf("stdout = %s, want the size %q", stdout, size)
 	}
 }

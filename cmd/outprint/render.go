@@ -72,6 +72,12 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "outprint render: %v\n", err)
 		return exitUsage
 	}
+	if len(md) > limits.MaxMarkdownBytes {
+		// Only the first byte past the bound was read: say the file's size.
+		if fi, err := os.Stat(name); err == nil {
+			return report(limits.TooLarge(fi.Size()))
+		}
+	}
 	var metadata []byte
 	if *meta != "" {
 		if metadata, err = os.ReadFile(*meta); err != nil {

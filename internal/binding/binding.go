@@ -32,7 +32,7 @@ type Binding struct {
 	Date           string // YYYY-MM-DD
 	Language       string // BCP 47; default "en"
 	Paper          string // "a4" (default) or "letter"
-	TOC            *bool  // default: true when the body has at least 3 headings
+	TOC            *bool  // default: true when the body has at least 4 headings
 	NumberSections *bool  // default false
 }
 

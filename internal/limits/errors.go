@@ -157,11 +157,14 @@ func CapProblems(problems []Problem, extra int) []Problem {
 }
 
 // TooLarge is the 413 answer for a Markdown text over MaxMarkdownBytes.
+// A reader that stops one byte past the bound knows no more than that,
+// so a size of MaxMarkdownBytes+1 is reported as "more than" the bound.
 func TooLarge(size int64) error {
-	return &Error{Status: 413, Problems: []Problem{{
-		Source: SourceDocument, Code: CodeTooLarge,
-		Message: fmt.Sprintf("the document is too large to render: %d bytes, at most %d", size, MaxMarkdownBytes),
-	}}}
+	msg := fmt.Sprintf("the document is too large to render: %d bytes, at most %d", size, MaxMarkdownBytes)
+	if size <= MaxMarkdownBytes+1 {
+		msg = fmt.Sprintf("the document is too large to render: more than %d bytes (1 MiB)", MaxMarkdownBytes)
+	}
+	return &Error{Status: 413, Problems: []Problem{{Source: SourceDocument, Code: CodeTooLarge, Message: msg}}}
 }
 
 // TooManyPages is the 413 answer for a document that reached the page limit.

@@ -229,47 +229,13 @@ func TestEscapes(t *testing.T) {
 		{`[ ] " < > | ` + "`", `{[} {]} \textquotedbl{} \textless{} \textgreater{} \textbar{} \textasciigrave{}`},
 		{"^^5c --", `\textasciicircum{}\textasciicircum{}5c -{}-`},
 		{"a ,, b '' c", `a ,{}, b '{}' c`},
+		// A full-width stop carries its own space.
+		{"ようこそ。 サポート。 Hi", `\opfontcjk{ようこそ。}\opfontcjk{サポート。}Hi`},
 	} {
 		var w texWriter
 		w.text(c.in, modeText)
 		if got := string(w.b); got != c.want {
 			t.Errorf("text(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-func TestColumnWidths(t *testing.T) {
-	cell := func(length, word float64) cellSize { return cellSize{length, word} }
-	rows := [][]cellSize{
-		{cell(3, 3), cell(80, 11), cell(10, 10), cell(2, 2)},
-		{cell(4, 4), cell(75, 12), cell(9, 9), cell(2, 2)},
-		{cell(3, 3), cell(60, 10), cell(10, 10), cell(1, 1)},
-	}
-	shares := columnWidths(rows, 4, 70)
-	sum := 0.0
-	for _, s := range shares {
-		sum += s
-	}
-	if sum < 0.999 || sum > 1.001 {
-		t.Errorf("columnWidths sum = %v, want 1", sum)
-	}
-	if !(shares[1] > shares[2] && shares[2] > shares[0] && shares[0] > shares[3]) {
-		t.Errorf("columnWidths = %v, want the long column widest, then by length", shares)
-	}
-	if shares[2]*70 < 10 {
-		t.Errorf("columnWidths = %v: third column narrower than its words", shares)
-	}
-	// Many columns: every share stays positive and the sum is 1.
-	wide := make([][]cellSize, 2)
-	for i := range wide {
-		for j := 0; j < 40; j++ {
-			wide[i] = append(wide[i], cell(30, 30))
-		}
-	}
-	shares = columnWidths(wide, 40, 70)
-	for _, s := range shares {
-		if s <= 0 {
-			t.Fatalf("columnWidths(40 columns) = %v, want positive shares", shares)
 		}
 	}
 }

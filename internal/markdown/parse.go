@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	emoji "github.com/yuin/goldmark-emoji"
@@ -202,6 +204,7 @@ func Parse(src []byte, opts Options) (*Document, error) {
 		return ast.WalkContinue, nil
 	})
 	d.scripts = ScriptsOf(nonASCII(src) + extra.String())
+	problems = append(problems, d.unprintable()...)
 	if len(problems) > 0 {
 		sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
 		return nil, limits.Invalid(limits.CapProblems(problems, uncounted)...)
@@ -325,9 +328,13 @@ func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
 		case *emojiast.Emoji:
 			b.WriteString(string(c.Value.Unicode))
 		case *ast.RawHTML:
+			var raw strings.Builder
 			for i := 0; i < c.Segments.Len(); i++ {
 				s := c.Segments.At(i)
-				b.Write(s.Value(d.src))
+				raw.Write(s.Value(d.src))
+			}
+			if !isFormattingHTML(raw.String()) {
+				b.WriteString(raw.String())
 			}
 		case *extast.FootnoteLink, *extast.TaskCheckBox:
 		case *ast.AutoLink:
@@ -392,4 +399,48 @@ func resolveEscapes(v []byte) string {
 	v = util.ResolveNumericReferences(v)
 	v = util.ResolveEntityNames(v)
 	return string(clean(v))
+}
+
+// unprintable returns a problem for each script of the document that no
+// installed font draws, at its first letter: printing its letters as
+// U+FFFD would lose the text without a word.
+func (d *Document) unprintable() []limits.Problem {
+	var out []limits.Problem
+	seen := map[string]bool{}
+	for i := 0; i < len(d.src); {
+		if d.src[i] < 0x80 {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(d.src[i:])
+		if unicode.IsLetter(r) && coverageOf(r) == 0 {
+			name := scriptName(r)
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, limits.Problem{
+					Source:  limits.SourceDocument,
+					Code:    limits.CodeInvalid,
+					Line:    d.line(i),
+					Message: fmt.Sprintf("no installed font has the %s script (%q, U+%04X)", name, string(r), r),
+				})
+			}
+		}
+		i += n
+	}
+	return out
+}
+
+// scriptName returns the name of r's Unicode script.
+func scriptName(r rune) string {
+	names := make([]string, 0, len(unicode.Scripts))
+	for name := range unicode.Scripts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name != "Common" && name != "Inherited" && unicode.Is(unicode.Scripts[name], r) {
+			return strings.ReplaceAll(name, "_", " ")
+		}
+	}
+	return "unknown"
 }

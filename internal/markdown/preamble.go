@@ -28,7 +28,8 @@ func Preamble(p Profile) string {
 \usepackage{fvextra}
 \usepackage{enumitem}
 \usepackage{fancyhdr}
-\usepackage{amsmath,amssymb}
+\usepackage{amsmath}
+\usepackage[warnings-off={mathtools-colon,mathtools-overbracket}]{unicode-math}
 \usepackage{framed}
 \usepackage[normalem]{ulem}
 \usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,hyperfootnotes=false,pdfcreator={outprint}]{hyperref}
@@ -41,6 +42,7 @@ func Preamble(p Profile) string {
 \setmainfont{Noto Serif}
 \setsansfont{Noto Sans}
 \setmonofont{Noto Sans Mono}[Scale=MatchLowercase]
+\setmathfont{TeX Gyre Schola Math}[Scale=MatchLowercase]
 `)
 	b.WriteString(FontPreamble(p.Scripts))
 	b.WriteString(HighlightPreamble)
@@ -61,7 +63,17 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \setlength{\parindent}{0pt}
 \setlength{\parskip}{0.55em plus 0.2em minus 0.1em}
 \setlength{\emergencystretch}{3em}
-\setlength{\LTpre}{0.6em}\setlength{\LTpost}{0.6em}
+\setlength{\LTpre}{1em}\setlength{\LTpost}{0.8em}
+% Footnotes keep their distance from a notice box above them; within
+% them, no blank line between notes, and every paragraph of a note aligned
+% with its first (the mark hangs in the indentation).
+\setlength{\skip\footins}{1.4em plus 0.4em minus 0.2em}
+\makeatletter
+% A note's text ends with \par: LaTeX's final strut would then start an
+% empty paragraph, a blank line before the next note; after \par it only
+% makes the last line as deep as a strut.
+\long\def\@makefntext#1{\parindent\z@\parskip0.2em\relax\leftskip1.5em\def\@finalstrut##1{\ifhmode\unskip\nobreak\vrule\@width\z@\@height\z@\@depth\dp##1\else\ifdim\prevdepth<\dp##1\kern\dimexpr\dp##1-\prevdepth\relax\fi\fi}\noindent\llap{\hb@xt@1.5em{\@makefnmark\hss}}#1}
+\makeatother
 \frenchspacing
 \hbadness=10000
 \urlstyle{same}
@@ -72,10 +84,13 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \renewcommand\subsubsection{\@startsection{subsubsection}{3}{\z@}{-2.5ex\@plus -1ex \@minus -.2ex}{0.6ex \@plus .2ex}{\normalfont\sffamily\normalsize\bfseries}}
 \renewcommand\paragraph{\@startsection{paragraph}{4}{\z@}{-2ex\@plus -1ex \@minus -.2ex}{0.4ex \@plus .2ex}{\normalfont\sffamily\normalsize\bfseries\itshape}}
 \renewcommand\subparagraph{\@startsection{subparagraph}{5}{\z@}{-2ex\@plus -1ex \@minus -.2ex}{0.4ex \@plus .2ex}{\normalfont\sffamily\normalsize\itshape}}
+% \opneed{n}: a new page unless n lines fit on this one (keep.go).
+\newcommand\opneed[1]{\par\penalty-100\begingroup\dimen@=#1\baselineskip\relax\dimen@ii=\pagegoal\advance\dimen@ii-\pagetotal
+  \ifdim\pagegoal<\maxdimen\ifdim\dimen@>\dimen@ii\ifdim\dimen@ii>\z@\vfil\penalty-\@M\fi\fi\fi\endgroup}
 % Footer "Page N of M" in one run: the total is a form XObject that
 % \AtEndDocument defines once the last page number is known; xdvipdfmx
-% resolves the forward reference.
-\AtEndDocument{\par\setbox\@tempboxa\hbox{\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
+% resolves the forward reference. The total is set in the footer's font.
+\AtEndDocument{\par\setbox\@tempboxa\hbox{\normalfont\small\sffamily\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
 \makeatother
 \fancypagestyle{opfooter}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
 \fancypagestyle{plain}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
@@ -84,12 +99,14 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \setlistdepth{9}
 \renewlist{itemize}{itemize}{9}
 \renewlist{enumerate}{enumerate}{9}
+% Code blocks: a light rule on their left, so that blocks in a row stay apart.
+\fvset{frame=leftline,framerule=1.5pt,rulecolor=\color{black!18},framesep=0.7em,xleftmargin=0.2em}
 \setlist{topsep=0.3em,partopsep=0pt,itemsep=0.2em,parsep=0.3em}
 \setlist[itemize]{label=\textbullet}
 \setlist[itemize,2,4,6,8]{label=\textendash}
 \setlist[enumerate]{label=\arabic*.}
 \newenvironment{opquote}{\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.3em}\item\relax\color{black!75}}{\end{list}}
-\newcommand\optoggletitle[1]{\par\noindent{\sffamily\bfseries #1}\par\nobreak}
+\newcommand\optoggletitle[1]{\par\addvspace{0.6em}\noindent{\sffamily\bfseries #1}\par\nobreak}
 \newenvironment{optoggle}[1]{\optoggletitle{#1}\begin{list}{}{\leftmargin=1.2em\rightmargin=0pt\topsep=0.2em}\item\relax}{\end{list}}
 % \opheadbreak goes between two headings (writer.headingAfterHeading): a
 % discouraged but legal page break, since LaTeX keeps a heading with what
@@ -118,11 +135,24 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newcommand\opbr{\penalty200\hskip0pt\relax}
 \newcommand\opbrk{{\parskip=0pt\endgraf\noindent}}
 \DeclareRobustCommand\opnl{\ifhmode\unskip\newline\fi}
-\DeclareRobustCommand\optt[1]{{\ttfamily #1}}
-\DeclareRobustCommand\opurl[1]{{\ttfamily #1}}
+% A word whose glyphs do not map back to its text (texwriter.escRun):
+% a marked-content span with the text as /ActualText (#1, UTF-16BE hex).
+\DeclareRobustCommand\opactual[2]{\leavevmode\hbox{\special{pdf:literal direct /Span<</ActualText<#1>>>BDC}#2\special{pdf:literal direct EMC}}}
+% Inline code and URLs keep their monospace spacing: a space is the
+% font's own, never stretched by justification; and they are never
+% hyphenated (a hyphen in a URL would read as part of it).
+\newcommand\opmono{\ttfamily\hyphenchar\font=-1\spaceskip=\fontdimen2\font\xspaceskip=\fontdimen2\font}
+\DeclareRobustCommand\optt[1]{{\opmono #1}}
+% Inline HTML (html.go): <kbd> and <mark>.
+\DeclareRobustCommand\opkbd[1]{{\opmono #1}}
+\DeclareRobustCommand\ophlbox[1]{{\fboxsep=1pt\colorbox{ophighlight}{#1}}}
+\DeclareRobustCommand\opurl[1]{{\opmono #1}}
 \DeclareRobustCommand\opul[1]{\uline{#1}}
 \DeclareRobustCommand\opst[1]{\sout{#1}}
-\DeclareRobustCommand\ophl[1]{\bgroup\markoverwith{\textcolor{ophighlight}{\rule[-0.3ex]{2pt}{2.5ex}}}\ULon{#1}}
+% The highlight's box is smashed: it must not change the line's height.
+\DeclareRobustCommand\ophl[1]{\bgroup\markoverwith{\textcolor{ophighlight}{\smash{\rule[-0.3ex]{2pt}{2.5ex}}}}\ULon{#1}}
+% An Outline placeholder (!!text!!) keeps a grey marking.
+\DeclareRobustCommand\opph[1]{\bgroup\markoverwith{\textcolor{black!12}{\smash{\rule[-0.3ex]{2pt}{2.5ex}}}}\ULon{#1}}
 \DeclareRobustCommand\opfnmark[1]{\textsuperscript{#1}}
 \DeclareRobustCommand\opanchor[1]{\special{pdf:dest (#1) [@thispage /XYZ @xpos @ypos null]}}
 \newcommand\opminorheading[1]{\par\noindent{\sffamily\bfseries #1}\par}
@@ -135,16 +165,78 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % image goes to the next line instead of over the margin.
 \newlength\opimgw\newlength\opimgh
 \newcommand\opimg[4]{\ifhmode\hfil\penalty0\hskip0pt plus -1fil\relax\fi\setlength\opimgw{#2}\ifdim\opimgw>#1\relax\setlength\opimgw{#1}\fi\setlength\opimgh{#3}\ifdim\opimgh>0.75\textheight\setlength\opimgh{0.75\textheight}\fi\includegraphics[width=\opimgw,height=\opimgh,keepaspectratio]{#4}}
-\newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par}
+\newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par\addvspace{0.4em}}
 \newcommand\opalignc{\centering}\newcommand\opalignl{\raggedright}\newcommand\opalignr{\raggedleft}
-\newcommand\opcaption[1]{\par\vspace{0.3em}{\small\itshape #1\par}}
-% Tables: \optw is the line width less the column separation.
+\newcommand\opcaption[1]{\par\vspace{0.2em}{\small\itshape #1\par}}
+\newcommand\opmathgap{\par\vspace{0.4\baselineskip}}
+% Tables: \optw is the line width less the column separation (#1 times
+% \tabcolsep); #2 is the size: 0 normal, 1 small, 2 footnotesize, where
+% the many columns also stand closer.
 \newlength\optw
-\newenvironment{optable}[1]{\par\setlength\optw{\dimexpr\linewidth-#1\tabcolsep\relax}}{\par}
+\newenvironment{optable}[2]{\par\ifcase#2\or\small\setlength\tabcolsep{4pt}\or\footnotesize\setlength\tabcolsep{3pt}\fi
+  \setlength\optw{\dimexpr\linewidth-#1\tabcolsep\relax}}{\par}
 \newcommand\opcelll{\raggedright\arraybackslash\hskip0pt\relax}
 \newcommand\opcellr{\raggedleft\arraybackslash\hskip0pt\relax}
 \newcommand\opcellc{\centering\arraybackslash\hskip0pt\relax}
 \newcommand\opthead[1]{{\bfseries #1}}
+% Column widths (table.go): \opcolm{j}{…} keeps in \opc@m@j the widest
+% piece of column j that must not wrap, \opcoln{j}{…} in \opc@n@j its
+% widest cell; \opcolwidths{n} sets \opcw{j}. If the natural widths fit,
+% they are the widths. Else each column gets its unbroken width, and what
+% is left of the line goes to the columns that wrap, in proportion to the
+% square of their excess (natural less unbroken width, in points, capped):
+% a prose column gets most of it, a column of short phrases wraps where
+% the prose makes the row tall anyway; a column whose share would pass its
+% natural width gets that and leaves the rest to the others. If not even
+% the unbroken widths fit, they are scaled to the line. Measuring happens
+% in a box: a line break there is nothing.
+\makeatletter
+\newdimen\opc@summ\newdimen\opc@sumn\newdimen\opc@left\newcount\opc@sq\newcount\opc@j\newif\ifopc@changed
+\def\opc@m#1{\csname opc@m@#1\endcsname}
+\def\opc@n#1{\csname opc@n@#1\endcsname}
+\def\opc@e#1{\csname opc@e@#1\endcsname}
+\newcommand\opcw[1]{\csname opc@w@#1\endcsname}
+\newcommand\opcolinit[1]{\opc@j=\z@\loop\ifnum\opc@j<#1\relax\advance\opc@j\@ne
+  \expandafter\def\csname opc@m@\the\opc@j\endcsname{0pt}\expandafter\def\csname opc@n@\the\opc@j\endcsname{0pt}\repeat}
+\def\opc@measure#1#2#3{\begingroup\let\opnl\relax\settowidth\@tempdima{#3}\expandafter\endgroup
+  \expandafter\opc@keep\expandafter{\the\@tempdima}{#1}{#2}}
+\def\opc@keep#1#2#3{\ifdim#1>\csname opc@#2@#3\endcsname\relax\expandafter\def\csname opc@#2@#3\endcsname{#1}\fi}
+\newcommand\opcolm[2]{\opc@measure{m}{#1}{#2}}
+\newcommand\opcoln[2]{\opc@measure{n}{#1}{#2}}
+\def\opc@setw#1#2{\expandafter\edef\csname opc@w@#1\endcsname{\the\dimexpr#2\relax}}
+\def\opc@forall#1#2{\opc@j=\z@\loop\ifnum\opc@j<#1\relax\advance\opc@j\@ne#2\repeat}
+\def\opc@J{\the\opc@j}
+\newcommand\opcolwidths[1]{\opc@summ=\z@\opc@sumn=\z@
+  \opc@forall{#1}{%
+    \ifdim\opc@n\opc@J<\opc@m\opc@J\relax\expandafter\edef\csname opc@n@\opc@J\endcsname{\opc@m\opc@J}\fi
+    \opc@setw\opc@J{\opc@n\opc@J}%
+    \@tempcnta=\numexpr\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax/65536\relax
+    \ifnum\@tempcnta>2000 \@tempcnta=2000 \fi
+    \expandafter\edef\csname opc@e@\opc@J\endcsname{\the\numexpr\@tempcnta*\@tempcnta\relax}%
+    \advance\opc@summ\opc@m\opc@J\relax\advance\opc@sumn\opc@n\opc@J\relax}%
+  \opc@left=\dimexpr\optw-\opc@summ\relax
+  \ifdim\opc@sumn>\optw
+    \ifdim\opc@left>\z@
+      \opc@fill{#1}%
+      \opc@forall{#1}{\ifnum\opc@e\opc@J>\z@\opc@setw\opc@J{\opc@m\opc@J+\opc@left*\opc@e\opc@J/\opc@sq}\fi}%
+    \else
+      \opc@forall{#1}{\opc@setw\opc@J{\opc@m\opc@J*\number\optw/\number\opc@summ}}%
+    \fi
+  \fi}
+% One round of the sharing: columns whose share reaches their natural
+% width take it and leave the sharing; again until none does.
+\def\opc@fill#1{\opc@changedfalse\opc@sq=\z@
+  \opc@forall{#1}{\advance\opc@sq\opc@e\opc@J\relax}%
+  \ifnum\opc@sq>\z@
+    \opc@forall{#1}{\ifnum\opc@e\opc@J>\z@
+      \ifdim\dimexpr\opc@left*\opc@e\opc@J/\opc@sq\relax<\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax\else
+        \advance\opc@left-\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax
+        \expandafter\def\csname opc@e@\opc@J\endcsname{0}\opc@changedtrue
+      \fi\fi}%
+  \fi
+  \ifopc@changed\opc@fill{#1}\fi}
+\makeatother
+\newcommand\opcolgap{\addlinespace[0.45em]}
 % Title block and table of contents.
 \newenvironment{optitleblock}{\par\begingroup\centering}{\par\endgroup\vspace{1.2em}}
 \newcommand\optitle[1]{{\sffamily\bfseries\LARGE #1\par}\vspace{0.5em}}

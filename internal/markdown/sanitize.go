@@ -27,9 +27,18 @@ func dropRune(r rune) bool {
 	return false
 }
 
+// ligatures are the Latin ligature characters U+FB00–U+FB06 spelled out:
+// Noto Serif has no code point for them (it forms ligatures itself from
+// the letters), and the fallback font that has them maps them to the
+// wrong text when copied, so they are written as their letters.
+var ligatures = [...]string{"ff", "fi", "fl", "ffi", "ffl", "st", "st"}
+
+func isLigature(r rune) bool { return r >= 0xFB00 && r <= 0xFB06 }
+
 // clean repairs src before anything parses it: invalid UTF-8 becomes
 // U+FFFD, CR LF and lone CR become LF (so line numbers match what an
-// editor shows), and the characters of dropRune are removed. Newlines are
+// editor shows), the characters of dropRune are removed and Latin
+// ligature characters spelled out. Newlines are
 // kept, so line numbers stay those of the original file. When nothing
 // needs repair, src itself is returned.
 func clean(src []byte) []byte {
@@ -42,7 +51,7 @@ func clean(src []byte) []byte {
 		}
 		if c >= 0x80 {
 			r, n := utf8.DecodeRune(src[i:])
-			if r != utf8.RuneError && !dropRune(r) {
+			if r != utf8.RuneError && !dropRune(r) && !isLigature(r) {
 				i += n
 				continue
 			}
@@ -74,7 +83,10 @@ func clean(src []byte) []byte {
 			out = utf8.AppendRune(out, utf8.RuneError)
 			continue
 		}
-		if !dropRune(r) {
+		switch {
+		case isLigature(r):
+			out = append(out, ligatures[r-0xFB00]...)
+		case !dropRune(r):
 			out = append(out, src[i-n:i]...)
 		}
 	}

@@ -42,6 +42,12 @@ const (
 	ScriptThai
 	ScriptSymbols
 	ScriptEmoji
+	// ScriptIndic and ScriptWorld are the other scripts Debian's Noto
+	// fonts cover, in two groups so that a profile stays a small set:
+	// the Brahmic scripts of South Asia, and the rest (South-East Asian,
+	// Tibetan, Georgian, Armenian, Ethiopic).
+	ScriptIndic
+	ScriptWorld
 )
 
 // Run is a stretch of text set in one font. Font is "" for the main font,
@@ -69,6 +75,7 @@ type fontID uint8
 const (
 	fontMain fontID = iota
 	fontCJK
+	fontKorean
 	fontArabic
 	fontHebrew
 	fontDevanagari
@@ -77,6 +84,22 @@ const (
 	fontSymbols
 	fontSymbolsTwo
 	fontEmoji
+	fontBengali
+	fontTamil
+	fontMalayalam
+	fontKannada
+	fontTelugu
+	fontGujarati
+	fontGurmukhi
+	fontOriya
+	fontSinhala
+	fontKhmer
+	fontLao
+	fontMyanmar
+	fontTibetan
+	fontGeorgian
+	fontArmenian
+	fontEthiopic
 	numFonts
 )
 
@@ -90,6 +113,7 @@ type fontInfo struct {
 	family  string  // family name for fontspec
 	options string  // fontspec options: Script= makes HarfBuzz shape the script
 	scripts Scripts // the group that makes FontPreamble load it
+	sans    string  // the sans serif family for sans serif text (headings), if any
 	rtl     bool    // runs in this font are right to left
 	// breakLocale turns on ICU line breaking inside runs of this font, for
 	// scripts written without spaces between words (Chinese, Japanese,
@@ -101,16 +125,49 @@ type fontInfo struct {
 // so that **bold** or *italic* text keeps its glyphs instead of falling
 // back to a shape fontspec does not have.
 var fonts = [numFonts]fontInfo{
-	fontMain:       {key: "", set: covMain, family: "Noto Serif"},
-	fontCJK:        {key: "cjk", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK, breakLocale: "ja"},
+	fontMain: {key: "", set: covMain, family: "Noto Serif"},
+	fontCJK:  {key: "cjk", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK, breakLocale: "ja"},
+	// Korean is written with spaces between words and breaks there, not
+	// between any two syllables as Chinese and Japanese do: the same font
+	// without ICU line breaking.
+	fontKorean:     {key: "korean", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK},
 	fontArabic:     {key: "arabic", set: covArabic, family: "Noto Naskh Arabic", options: "Script=Arabic", scripts: ScriptArabic, rtl: true},
-	fontHebrew:     {key: "hebrew", set: covHebrew, family: "Noto Sans Hebrew", options: "Script=Hebrew", scripts: ScriptHebrew, rtl: true},
-	fontDevanagari: {key: "devanagari", set: covDevanagari, family: "Noto Sans Devanagari", options: "Script=Devanagari", scripts: ScriptDevanagari},
-	fontThai:       {key: "thai", set: covThai, family: "Noto Sans Thai", options: "Script=Thai", scripts: ScriptThai, breakLocale: "th"},
+	fontHebrew:     {key: "hebrew", set: covHebrew, family: "Noto Serif Hebrew", sans: "Noto Sans Hebrew", options: "Script=Hebrew", scripts: ScriptHebrew, rtl: true},
+	fontDevanagari: {key: "devanagari", set: covDevanagari, family: "Noto Serif Devanagari", sans: "Noto Sans Devanagari", options: "Script=Devanagari", scripts: ScriptDevanagari},
+	fontThai:       {key: "thai", set: covThai, family: "Noto Serif Thai", sans: "Noto Sans Thai", options: "Script=Thai", scripts: ScriptThai, breakLocale: "th"},
 	fontMath:       {key: "math", set: covMath, family: "Noto Sans Math", options: "AutoFakeBold=1.5,AutoFakeSlant=0.15", scripts: ScriptSymbols},
 	fontSymbols:    {key: "symbols", set: covSymbols, family: "Noto Sans Symbols", options: "AutoFakeSlant=0.15", scripts: ScriptSymbols},
 	fontSymbolsTwo: {key: "symbolstwo", set: covSymbolsTwo, family: "Noto Sans Symbols2", options: "AutoFakeBold=1.5,AutoFakeSlant=0.15", scripts: ScriptSymbols},
 	fontEmoji:      {key: "emoji", set: covEmoji, family: "Symbola", options: "AutoFakeBold=1.5,AutoFakeSlant=0.15", scripts: ScriptEmoji},
+	fontBengali:    {key: "bengali", set: covBengali, family: "Noto Serif Bengali", options: "Script=Bengali,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontTamil:      {key: "tamil", set: covTamil, family: "Noto Serif Tamil", options: "Script=Tamil,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontMalayalam:  {key: "malayalam", set: covMalayalam, family: "Noto Serif Malayalam", options: "Script=Malayalam,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontKannada:    {key: "kannada", set: covKannada, family: "Noto Serif Kannada", options: "Script=Kannada,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontTelugu:     {key: "telugu", set: covTelugu, family: "Noto Serif Telugu", options: "Script=Telugu,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontGujarati:   {key: "gujarati", set: covGujarati, family: "Noto Serif Gujarati", options: "Script=Gujarati,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontGurmukhi:   {key: "gurmukhi", set: covGurmukhi, family: "Noto Serif Gurmukhi", options: "Script=Gurmukhi,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontOriya:      {key: "oriya", set: covOriya, family: "Noto Sans Oriya", options: "Script=Oriya,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontSinhala:    {key: "sinhala", set: covSinhala, family: "Noto Serif Sinhala", options: "Script=Sinhala,AutoFakeSlant=0.15", scripts: ScriptIndic},
+	fontKhmer:      {key: "khmer", set: covKhmer, family: "Noto Serif Khmer", options: "Script=Khmer,AutoFakeSlant=0.15", scripts: ScriptWorld, breakLocale: "km"},
+	fontLao:        {key: "lao", set: covLao, family: "Noto Serif Lao", options: "Script=Lao,AutoFakeSlant=0.15", scripts: ScriptWorld, breakLocale: "lo"},
+	fontMyanmar:    {key: "myanmar", set: covMyanmar, family: "Noto Serif Myanmar", options: "Script=Myanmar,AutoFakeSlant=0.15", scripts: ScriptWorld, breakLocale: "my"},
+	fontTibetan:    {key: "tibetan", set: covTibetan, family: "Noto Serif Tibetan", options: "Script=Tibetan,AutoFakeSlant=0.15", scripts: ScriptWorld},
+	fontGeorgian:   {key: "georgian", set: covGeorgian, family: "Noto Serif Georgian", options: "Script=Georgian,AutoFakeSlant=0.15", scripts: ScriptWorld},
+	fontArmenian:   {key: "armenian", set: covArmenian, family: "Noto Serif Armenian", options: "Script=Armenian,AutoFakeSlant=0.15", scripts: ScriptWorld},
+	fontEthiopic:   {key: "ethiopic", set: covEthiopic, family: "Noto Serif Ethiopic", options: "Script=Ethiopic,AutoFakeSlant=0.15", scripts: ScriptWorld},
+}
+
+// actualText reports whether runs of the font with this key carry their
+// text as /ActualText (texWriter.escRun): the left-to-right scripts whose
+// shaping reorders glyphs. Right-to-left words are not wrapped: TeX--XeT
+// reverses the contents of their boxes, the span's operators with them.
+func actualText(key string) bool {
+	switch key {
+	case "devanagari", "bengali", "tamil", "malayalam", "kannada", "telugu", "gujarati", "gurmukhi", "oriya",
+		"sinhala", "khmer", "myanmar", "tibetan":
+		return true
+	}
+	return false
 }
 
 // neutralChain is the order in which fonts are tried for a character that
@@ -118,7 +175,8 @@ var fonts = [numFonts]fontInfo{
 // the main font, then the symbol fonts, then, as a last resort, the script
 // fonts, which also carry a few symbols. Symbols go to the symbol fonts
 // before the big CJK font so that an arrow does not pull in CJK.
-var neutralChain = [...]fontID{fontMain, fontMath, fontSymbols, fontSymbolsTwo, fontEmoji, fontCJK, fontArabic, fontHebrew, fontDevanagari, fontThai}
+var neutralChain = [...]fontID{fontMain, fontMath, fontSymbols, fontSymbolsTwo, fontEmoji, fontCJK, fontKorean, fontArabic, fontHebrew, fontDevanagari, fontThai,
+	fontBengali, fontTamil, fontMalayalam, fontKannada, fontTelugu, fontGujarati, fontGurmukhi, fontOriya, fontSinhala, fontKhmer, fontLao, fontMyanmar, fontTibetan, fontGeorgian, fontArmenian, fontEthiopic}
 
 // maxCluster bounds the runes of one cluster (a base with its marks), so
 // that a text of thousands of stacked combining marks costs linear time.
@@ -142,8 +200,10 @@ var cjkBlocks = &unicode.RangeTable{
 // r's script has no font of its own.
 func scriptFont(r rune) fontID {
 	switch {
-	case r < 0x0590:
-		return fontMain // fast path: Latin, Greek, Cyrillic, Armenian
+	case r < 0x0530:
+		return fontMain // fast path: Latin, Greek, Cyrillic
+	case unicode.Is(unicode.Hangul, r) && !unicode.Is(cjkBlocks, r):
+		return fontKorean
 	case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Bopomofo, cjkBlocks):
 		return fontCJK
 	case unicode.Is(unicode.Arabic, r):
@@ -155,7 +215,36 @@ func scriptFont(r rune) fontID {
 	case unicode.Is(unicode.Thai, r):
 		return fontThai
 	}
+	for _, f := range otherScripts {
+		if unicode.Is(f.table, r) {
+			return f.font
+		}
+	}
 	return fontMain
+}
+
+// otherScripts maps the scripts of the ScriptIndic and ScriptWorld fonts
+// to them.
+var otherScripts = [...]struct {
+	table *unicode.RangeTable
+	font  fontID
+}{
+	{unicode.Bengali, fontBengali},
+	{unicode.Tamil, fontTamil},
+	{unicode.Malayalam, fontMalayalam},
+	{unicode.Kannada, fontKannada},
+	{unicode.Telugu, fontTelugu},
+	{unicode.Gujarati, fontGujarati},
+	{unicode.Gurmukhi, fontGurmukhi},
+	{unicode.Oriya, fontOriya},
+	{unicode.Sinhala, fontSinhala},
+	{unicode.Khmer, fontKhmer},
+	{unicode.Lao, fontLao},
+	{unicode.Myanmar, fontMyanmar},
+	{unicode.Tibetan, fontTibetan},
+	{unicode.Georgian, fontGeorgian},
+	{unicode.Armenian, fontArmenian},
+	{unicode.Ethiopic, fontEthiopic},
 }
 
 // coverageOf returns the fonts that have a glyph for r.
@@ -648,7 +737,16 @@ func FontPreamble(s Scripts) string {
 		if f.options != "" {
 			b.WriteString("[" + f.options + "]")
 		}
-		b.WriteString("\n\\newcommand\\opfont" + f.key + "[1]{{\\opfam" + f.key)
+		fam := "\\opfam" + f.key
+		if f.sans != "" {
+			// In sans serif text (headings, the footer) the sans face.
+			b.WriteString("\n\\newfontfamily\\opfam" + f.key + "sans{" + f.sans + "}")
+			if f.options != "" {
+				b.WriteString("[" + f.options + "]")
+			}
+			fam = "\\expandafter\\ifx\\csname f@family\\endcsname\\sfdefault\\opfam" + f.key + "sans\\else\\opfam" + f.key + "\\fi"
+		}
+		b.WriteString("\n\\newcommand\\opfont" + f.key + "[1]{{" + fam)
 		if f.breakLocale != "" {
 			// \XeTeXlinebreaklocale is global, so it is set back at the end
 			// of the run; the characters of #1 have been read by then.

@@ -2,39 +2,125 @@ package markdown
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark/ast"
 	extast "github.com/yuin/goldmark/extension/ast"
 )
 
-// Tables are longtables with fixed p{} columns whose widths are computed
-// here from the length of the cells' text: TeX then never has to guess
+// Tables are longtables with fixed p{} columns: TeX never has to guess
 // widths (longtable would ask for reruns) and no column can run off the
-// page. Cells wrap; long words in them get break opportunities sized to
-// their column.
+// page. TeX measures, before the table, what each column must show
+// unbroken (its numbers and short words: a number that wraps onto a line
+// of its own looks like it belongs to the next row) and its widest cells;
+// \opcolwidths then gives every column its unbroken width and shares the
+// rest of the line among the columns that wrap, in proportion to how much
+// wider they would be unwrapped. A table whose cells all fit unwrapped
+// keeps its natural width. The writer picks the candidates to measure
+// (the longest few per column, by characters), so that a long table costs
+// a few measurements per column, not one per cell.
 
-// cellSize is what the width computation knows of a cell: its length and
-// its longest word, in characters.
-type cellSize struct{ length, word float64 }
+// shortWord is the longest word, in characters, that never breaks inside
+// a table cell; longer words (URLs, identifiers) get break opportunities.
+const shortWord = 16
 
-// lines estimates how many lines a cell takes in a column w characters
-// wide: wrapping wastes some of each line, and a word longer than the
-// column is broken, which counts extra (it reads badly). The estimate is
-// smooth rather than whole lines, so that every character of width shows
-// its worth to the search in columnWidths.
-func (c cellSize) lines(w float64) float64 {
-	n := 1.0
-	if c.length > w {
-		n = c.length / (w * 0.85)
+// measuredPerColumn bounds the candidates measured per column and kind.
+const measuredPerColumn = 4
+
+// candidate is a piece of a column TeX measures: a whole cell (node) or a
+// word of one (text), ranked by its estimated width.
+type candidate struct {
+	width  float64
+	plain  string   // the text, to measure each only once
+	node   ast.Node // the cell, written as it is typeset
+	header bool
+	text   string // a word of the cell, written in the cell's font
+}
+
+// keepWidest adds c to list, which keeps the measuredPerColumn widest
+// different texts.
+func keepWidest(list []candidate, c candidate) []candidate {
+	narrowest := 0
+	for i := range list {
+		if list[i].plain == c.plain && list[i].header == c.header {
+			return list
+		}
+		if list[i].width < list[narrowest].width {
+			narrowest = i
+		}
 	}
-	if c.word > w {
-		n += 2 * c.word / w
+	if len(list) < measuredPerColumn {
+		return append(list, c)
 	}
-	return n
+	if c.width > list[narrowest].width {
+		list[narrowest] = c
+	}
+	return list
+}
+
+// estimateWidth is a rough width of s in ems, good enough to rank the
+// cells of a column: which are worth measuring.
+func estimateWidth(s string, bold bool) float64 {
+	w := 0.0
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("iljtfr.,:;'|!()[] ", c):
+			w += 0.3
+		case strings.ContainsRune("mwMW@%", c):
+			w += 0.85
+		case c >= 'A' && c <= 'Z':
+			w += 0.68
+		case c >= '0' && c <= '9':
+			w += 0.56
+		case c >= 0x1100 && unicode.In(c, unicode.Han, unicode.Hangul, unicode.Hiragana, unicode.Katakana):
+			w += 1
+		default:
+			w += 0.52
+		}
+	}
+	if bold {
+		w *= 1.1
+	}
+	return w
+}
+
+// unbroken returns what of a cell's plain text must not wrap: the whole
+// cell when it is one word or a number (digits with spaces, "1 234 567"),
+// else its longest word of at most shortWord characters.
+func unbroken(s string) (whole bool, word string) {
+	s = strings.TrimSpace(s)
+	n := utf8.RuneCountInString(s)
+	if n == 0 {
+		return false, ""
+	}
+	if n <= shortWord && (!strings.ContainsAny(s, " \t\n") || isNumber(s)) {
+		return true, s
+	}
+	for _, f := range strings.Fields(s) {
+		if k := utf8.RuneCountInString(f); k <= shortWord && k > utf8.RuneCountInString(word) {
+			word = f
+		}
+	}
+	return false, word
+}
+
+// isNumber reports whether s is digits with the separators numbers are
+// written with (spaces, points, commas, signs, currency, percent).
+func isNumber(s string) bool {
+	digits := 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case strings.ContainsRune(" .,'+-−–%$€£¥\u00a0\u202f", c):
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }
 
 // maxTableColumns bounds the columns set as a table. A page holds no more
@@ -68,127 +154,7 @@ func (r *writer) wideTable(rows []ast.Node) {
 	}
 }
 
-// maxSampleRows bounds the rows the width computation looks at: a long
-// table's first rows tell its columns well enough.
-const maxSampleRows = 64
-
-// columnWidths returns, for each column, its share of the usable width
-// (summing to 1). capacity is about how many characters fit on the line.
-// Widths grow one character at a time, each time for the column where a
-// character saves the most lines over the table (cells[i][j] is row i,
-// column j), so long notes get room while short columns keep their words
-// whole; what no column needs any more is shared by length.
-func columnWidths(cells [][]cellSize, ncol int, capacity float64) []float64 {
-	if len(cells) > maxSampleRows {
-		cells = cells[:maxSampleRows]
-	}
-	// Start from each column's longest word (up to 18 characters) when
-	// the line has room for all of them, else from 3 characters each.
-	w := make([]float64, ncol)
-	total := 0.0
-	for j := range w {
-		w[j] = 3
-		for _, row := range cells {
-			if j < len(row) {
-				w[j] = math.Max(w[j], math.Min(math.Ceil(row[j].word), 18)+1)
-			}
-		}
-		total += w[j]
-	}
-	if total > capacity {
-		// Not even the words fit: every column gives up the same part.
-		for j := range w {
-			w[j] *= capacity / total
-		}
-		total = capacity
-	}
-	// A row costs its height, plus a little for every line of each cell:
-	// the second term lets one column's widening count even where
-	// another column still sets the height. Each step finds, per row, the
-	// cell lines, their sum and the two tallest cells, so that the gain of
-	// widening any one column is found without recomputing the row.
-	lines := make([]float64, ncol)
-	gains := make([]float64, ncol)
-	for total+1 <= capacity {
-		clear(gains)
-		for _, row := range cells {
-			top1, top2, top1j, all := 1.0, 1.0, -1, 0.0
-			for k, c := range row {
-				lines[k] = c.lines(w[k])
-				all += lines[k]
-				switch {
-				case lines[k] > top1:
-					top2, top1, top1j = top1, lines[k], k
-				case lines[k] > top2:
-					top2 = lines[k]
-				}
-			}
-			before := top1 + 0.25*all
-			for j, c := range row {
-				n := c.lines(w[j] + 1)
-				h := top1
-				if j == top1j {
-					h = top2
-				}
-				gains[j] += before - (math.Max(h, n) + 0.25*(all-lines[j]+n))
-			}
-		}
-		best, bestGain := -1, 0.0
-		for j, g := range gains {
-			if g > bestGain+1e-9 {
-				best, bestGain = j, g
-			}
-		}
-		if best < 0 {
-			break
-		}
-		w[best]++
-		total++
-	}
-	// Share what is left by each column's longest cell, so that a table
-	// fills the line.
-	if left := capacity - total; left > 0 {
-		longest := make([]float64, ncol)
-		sum := 0.0
-		for j := range longest {
-			for _, row := range cells {
-				if j < len(row) {
-					longest[j] = math.Max(longest[j], row[j].length)
-				}
-			}
-			longest[j] = math.Max(longest[j], 1)
-			sum += longest[j]
-		}
-		for j := range w {
-			w[j] += left * longest[j] / sum
-		}
-	}
-	sum := 0.0
-	for _, v := range w {
-		sum += v
-	}
-	for j := range w {
-		w[j] /= sum
-	}
-	return w
-}
-
-// cellLongestWord returns the rune count of the longest space-separated word.
-func cellLongestWord(s string) int {
-	longest, n := 0, 0
-	for _, c := range s {
-		if c == ' ' || c == '\t' || c == '\n' {
-			n = 0
-			continue
-		}
-		n++
-		longest = max(longest, n)
-	}
-	return longest
-}
-
 func (r *writer) table(t *extast.Table) {
-	// Collect rows and plain cell lengths.
 	var rows []ast.Node
 	ncol := len(t.Alignments)
 	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
@@ -202,32 +168,35 @@ func (r *writer) table(t *extast.Table) {
 		r.wideTable(rows)
 		return
 	}
-	cells := make([][]cellSize, len(rows))
-	for i, row := range rows {
-		// Header cells are bold, about a quarter wider.
-		factor := 1.0
-		if _, ok := row.(*extast.TableHeader); ok {
-			factor = 1.25
-		}
+	// Per column, the longest cells and unbroken pieces to measure; and
+	// whether some cell is long enough to wrap (then rows get space
+	// between them, so that a tall row reads as one).
+	mins := make([][]candidate, ncol)
+	naturals := make([][]candidate, ncol)
+	tall := false
+	huge := false // a cell of many lines: the table may need to break anywhere
+	for _, row := range rows {
+		_, header := row.(*extast.TableHeader)
+		j := 0
 		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
 			text := r.d.plain(c)
-			cells[i] = append(cells[i], cellSize{
-				length: float64(utf8.RuneCountInString(text)) * factor,
-				word:   float64(cellLongestWord(text)) * factor,
-			})
+			w := estimateWidth(text, header)
+			naturals[j] = keepWidest(naturals[j], candidate{width: w, plain: text, node: c, header: header})
+			if whole, word := unbroken(text); whole {
+				mins[j] = keepWidest(mins[j], candidate{width: w, plain: text, node: c, header: header})
+			} else if word != "" {
+				mins[j] = keepWidest(mins[j], candidate{width: estimateWidth(word, header), plain: word, text: word, header: header})
+			}
+			if !header && w > 15 && strings.Contains(text, " ") {
+				tall = true
+			}
+			if w > 200 {
+				huge = true
+			}
+			j++
 		}
 	}
-	capacity := 80.0
-	switch {
-	case ncol >= 8:
-		capacity = 100 // set in \footnotesize
-	case ncol > 5:
-		capacity = 88 // set in \small
-	}
-	capacity -= float64(ncol) * 1.2 // the column separation
-	shares := columnWidths(cells, ncol, capacity)
 
-	// The usable width: \linewidth less the separation between columns.
 	boxed := r.boxed() || r.listDepth > 0
 	env := "longtable"
 	if boxed {
@@ -235,13 +204,49 @@ func (r *writer) table(t *extast.Table) {
 		// a list or a footnote the table is a tabular that does not break.
 		env = "tabular"
 	}
-	r.raw(`\begin{optable}{` + strconv.Itoa(2*(ncol-1)) + `}` + "\n")
+	size := 0
 	switch {
 	case ncol >= 8:
-		r.raw(`\footnotesize` + "\n")
+		size = 2 // footnotesize
 	case ncol > 5:
-		r.raw(`\small` + "\n")
+		size = 1 // small
 	}
+	r.raw(`\begin{optable}{` + strconv.Itoa(2*(ncol-1)) + `}{` + strconv.Itoa(size) + `}` + "\n")
+	savedFirst, savedEvery := r.firstBreak, r.everyBreak
+	r.firstBreak, r.everyBreak = shortWord, 4
+	r.raw(`\opcolinit{` + strconv.Itoa(ncol) + "}\n")
+	measure := func(kind string, j int, c candidate) {
+		r.raw(`\opcol` + kind + `{` + strconv.Itoa(j+1) + `}{`)
+		saved := r.saveBidi()
+		r.word = 0
+		r.cell, r.header, r.quiet = true, c.header, true
+		if c.header {
+			r.raw(`\opthead{`)
+		}
+		if c.node != nil {
+			r.bidiPara(c.node)
+		} else {
+			r.bidi, r.rtlOpen, r.rtlPrev = false, false, fontNone
+			r.text(c.text, modeText)
+			r.endRTL()
+		}
+		if c.header {
+			r.raw(`}`)
+		}
+		r.cell, r.header, r.quiet = false, false, false
+		r.restoreBidi(saved)
+		r.raw("}\n")
+	}
+	for j := 0; j < ncol; j++ {
+		for _, c := range mins[j] {
+			measure("m", j, c)
+		}
+		for _, c := range naturals[j] {
+			measure("n", j, c)
+		}
+	}
+	r.raw(`\opcolwidths{` + strconv.Itoa(ncol) + "}\n")
+
 	var spec strings.Builder
 	spec.WriteString("@{}")
 	for j := 0; j < ncol; j++ {
@@ -257,8 +262,7 @@ func (r *writer) table(t *extast.Table) {
 		default:
 			spec.WriteString(`>{\opcelll}`)
 		}
-		// Rounded down, so that the columns never add up to more than the line.
-		fmt.Fprintf(&spec, `p{%.4f\optw}`, math.Floor(shares[j]*10000)/10000)
+		fmt.Fprintf(&spec, `p{\opcw{%d}}`, j+1)
 		if j%16 == 15 {
 			spec.WriteString("%\n") // a wide table's column list spans lines
 		}
@@ -271,11 +275,27 @@ func (r *writer) table(t *extast.Table) {
 	}
 	r.raw("\\toprule\n")
 
-	savedFirst, savedEvery := r.firstBreak, r.everyBreak
-	cellChars := func(j int) int {
-		return max(4, int(shares[j]*capacity)-1)
+	// end is how a row ends: in a long table the first two and last two
+	// body rows keep their neighbour on the same page, so that a page
+	// break leaves at least three rows on either side, and a table of
+	// fewer than six rows is not broken (unless a cell is huge); tall
+	// rows get space between them.
+	end := func(i, n int) string {
+		s := `\\`
+		switch {
+		case env != "longtable":
+		case n >= 6 && (i < 2 || i >= n-3):
+			s = `\\*`
+		case n < 6 && !huge:
+			// A short table is not split at all.
+			s = `\\*`
+		}
+		if tall && i < n-1 {
+			s += `\opcolgap`
+		}
+		return s + "\n"
 	}
-	writeRow := func(row ast.Node, header bool) {
+	writeRow := func(row ast.Node, header bool, ending string) {
 		r.at(row)
 		r.nl()
 		j := 0
@@ -284,7 +304,6 @@ func (r *writer) table(t *extast.Table) {
 			if j > 0 {
 				r.raw("&\n")
 			}
-			r.firstBreak, r.everyBreak = cellChars(j), max(3, cellChars(j)/2)
 			r.word = 0
 			if header {
 				r.raw(`\opthead{`)
@@ -299,16 +318,16 @@ func (r *writer) table(t *extast.Table) {
 			r.raw("&\n")
 		}
 		r.cell, r.header = false, false
-		r.raw(`\\` + "\n")
+		r.raw(ending)
 	}
 	body := rows
 	if _, ok := rows[0].(*extast.TableHeader); ok {
-		writeRow(rows[0], true)
+		writeRow(rows[0], true, "\\\\\n")
 		r.raw("\\midrule\n")
 		if env == "longtable" {
 			r.raw("\\endfirsthead\n\\toprule\n")
 			r.quiet = true
-			writeRow(rows[0], true)
+			writeRow(rows[0], true, "\\\\\n")
 			r.quiet = false
 			r.raw("\\midrule\n\\endhead\n")
 		}
@@ -316,8 +335,8 @@ func (r *writer) table(t *extast.Table) {
 	} else if env == "longtable" {
 		r.raw("\\endhead\n")
 	}
-	for _, row := range body {
-		writeRow(row, false)
+	for i, row := range body {
+		writeRow(row, false, end(i, len(body)))
 	}
 	r.raw("\\bottomrule\n")
 	r.firstBreak, r.everyBreak = savedFirst, savedEvery

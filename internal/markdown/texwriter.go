@@ -1,8 +1,12 @@
 package markdown
 
 import (
+	"fmt"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // TeX reads its input line by line into a buffer of about 200,000 bytes;
@@ -58,6 +62,10 @@ type texWriter struct {
 	firstBreak int
 	everyBreak int
 	para       int // bytes of text since the last block started
+
+	// urlBreaks adds a break opportunity after each `/`, `.` and `-` of
+	// code text (a URL): it breaks there before it breaks inside a word.
+	urlBreaks bool
 
 	// Right-to-left stretches. A stretch (see WriteRuns) must not be
 	// split, or its words print in the wrong order; in a paragraph it may
@@ -221,7 +229,7 @@ func (w *texWriter) runs(runs []Run, m textMode) {
 			if r.RTL {
 				w.raw(`\beginR{}`)
 			}
-			w.esc(r.Text, m)
+			w.escRun(r, m)
 			if r.RTL {
 				w.raw(`\endR{}`)
 			}
@@ -243,7 +251,59 @@ func (w *texWriter) runs(runs []Run, m textMode) {
 			continue
 		}
 		w.raw(`\opfont` + r.Font + `{`)
+		w.escRun(r, m)
+		w.raw(`}`)
+	}
+}
+
+// maxActualWord bounds the words that carry their text (see escRun): a
+// longer word could not break over lines in its box.
+const maxActualWord = 48
+
+// escRun writes a run's text. In the scripts whose shaping reorders and
+// merges glyphs (Devanagari and its relatives: a vowel sign drawn before
+// its consonant, conjuncts drawn as one glyph) the glyphs do not map back
+// to the text, so copying or searching the PDF would find broken words:
+// each word is set as \opactual{hex}{word}, a marked-content span whose
+// /ActualText is the word's own text (UTF-16BE in hex, so no user text
+// reaches the special).
+func (w *texWriter) escRun(r Run, m textMode) {
+	if !actualText(r.Font) || m == modePlain {
 		w.esc(r.Text, m)
+		return
+	}
+	text := r.Text
+	for text != "" {
+		i := strings.IndexAny(text, " \t\n")
+		if i == 0 {
+			w.esc(text[:1], m)
+			text = text[1:]
+			continue
+		}
+		word := text
+		if i > 0 {
+			word = text[:i]
+		}
+		text = text[len(word):]
+		if utf8.RuneCountInString(word) > maxActualWord {
+			w.esc(word, m)
+			continue
+		}
+		actual := norm.NFC.String(word)
+		if text != "" {
+			// The space after the word belongs to its text: poppler
+			// spreads the text over the glyphs' box, and a vowel sign
+			// at the end narrows the gap to the next word below its
+			// threshold for a space.
+			actual += " "
+		}
+		var hex strings.Builder
+		hex.WriteString("FEFF")
+		for _, u := range utf16.Encode([]rune(actual)) {
+			fmt.Fprintf(&hex, "%04X", u)
+		}
+		w.raw(`\opactual{` + hex.String() + `}{`)
+		w.esc(word, m)
 		w.raw(`}`)
 	}
 }
@@ -305,6 +365,10 @@ func (w *texWriter) esc(s string, m textMode) {
 				w.word = 0
 				continue
 			}
+			if m == modeText && w.afterWideStop() {
+				// A full-width stop or comma carries its own space.
+				continue
+			}
 			prevSpace = true
 			if m == modePlain {
 				w.plainSpace()
@@ -319,6 +383,10 @@ func (w *texWriter) esc(s string, m textMode) {
 			if e := asciiEsc[c]; e != "" {
 				w.b = append(w.b, e...)
 				w.col += len(e)
+			} else if c == '\'' && m == modeCode {
+				// Literal text (code, raw HTML) keeps its straight
+				// apostrophe, as it keeps its straight double quote.
+				w.raw(`\textquotesingle{}`)
 			} else if (c == '-' || c == ',' || c == '\'') && i+1 < len(s) && s[i+1] == c {
 				// "--", ",," and "''" stay two characters: the font's TeX
 				// ligatures would print a dash or a quotation mark.
@@ -327,6 +395,10 @@ func (w *texWriter) esc(s string, m textMode) {
 			} else {
 				w.b = append(w.b, c)
 				w.col++
+				if w.urlBreaks && m == modeCode && (c == '/' || c == '.' || c == '-') && i+1 < len(s) && s[i+1] != c {
+					w.raw(`\opbr{}`)
+					w.word = -1 // counted below
+				}
 			}
 			i++
 		} else {
@@ -380,6 +452,22 @@ func isASCIIAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// afterWideStop reports whether the last character written (inside its
+// font group, if one just closed) is full-width punctuation such as 。 or
+// ！, whose glyph already ends in white space.
+func (w *texWriter) afterWideStop() bool {
+	b := w.b
+	for len(b) > 0 && b[len(b)-1] == '}' {
+		b = b[:len(b)-1]
+	}
+	r, _ := utf8.DecodeLastRune(b)
+	switch r {
+	case '、', '。', '，', '．', '！', '？', '：', '；', '」', '』', '）':
+		return true
+	}
+	return false
+}
+
 // plainASCII reports whether a Text node's raw text is ASCII without
 // backslash escapes or entity references: it can be written as it is.
 func plainASCII(v []byte) bool {
@@ -397,7 +485,10 @@ func (w *texWriter) escBytes(v []byte) {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if c == ' ' || c == '\t' || c == '\n' {
-			w.space()
+			// ASCII text follows a full-width stop only at its start.
+			if i > 0 || !w.afterWideStop() {
+				w.space()
+			}
 			continue
 		}
 		if w.firstBreak > 0 && w.word+1 >= w.firstBreak || w.col >= softLine+200 {

@@ -3,9 +3,11 @@ package markdown
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -86,6 +88,11 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 	} else {
 		r.raw("\\setcounter{secnumdepth}{0}%\n")
 	}
+	if headings == 0 {
+		// No heading, no bookmark: the viewer opens no empty bookmarks
+		// panel (hyperref asks for it whenever bookmarks are on).
+		r.raw("\\special{pdf:docview <</PageMode /UseNone>>}%\n")
+	}
 	r.titleBlock(meta)
 	toc := meta.TOC && headings > 0
 	if toc {
@@ -147,6 +154,10 @@ type writer struct {
 	caption    bool // inside an image caption (a minipage)
 	args       int  // open macro arguments around inline text (\textbf{…}, \href{…}{…}): no \par there
 	quiet      bool // writing text a second time: no warnings
+
+	// htmlClose holds the closing tags of allowed inline HTML (html.go)
+	// whose opening tag has been written: what each one writes.
+	htmlClose map[ast.Node]string
 
 	// The bidirectional paragraph being written (bidi.go): its root, the
 	// inline node being written, and laStop when a line break ends the
@@ -303,6 +314,9 @@ func (r *writer) block(n ast.Node) {
 		if n.HasClosure() {
 			s += string(n.ClosureLine.Value(r.d.src))
 		}
+		if isComment(s) {
+			return // an HTML comment prints nowhere
+		}
 		r.codeLines(s, false)
 	case *ast.Blockquote:
 		r.nested("quote", "", n)
@@ -374,12 +388,13 @@ func (r *writer) onlyImages(n ast.Node) bool {
 // anchor gives a heading a PDF destination named after its GitHub-style
 // slug, so that `[x](#slug)` links reach it.
 func (r *writer) anchor(h heading) {
-	// GitHub's slug: lower case, letters, digits, hyphens; spaces become
-	// hyphens, everything else goes.
+	// GitHub's slug: lower case; letters (of any script), marks, digits,
+	// underscores and hyphens kept; spaces become hyphens, everything
+	// else goes.
 	var sb strings.Builder
 	for _, c := range strings.ToLower(h.plain) {
 		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+		case unicode.In(c, unicode.L, unicode.M, unicode.N, unicode.Pc), c == '-':
 			sb.WriteRune(c)
 		case c == ' ':
 			sb.WriteByte('-')
@@ -412,6 +427,7 @@ func (r *writer) headingBlock(h *ast.Heading) {
 		return
 	}
 	r.headingAfterHeading(h)
+	r.keepWithNext(h)
 	i := max(0, h.Level-r.sectionBase)
 	cmd := sectionCommands[min(i, len(sectionCommands)-1)]
 	// The optional argument is the heading's copy for the table of
@@ -591,6 +607,11 @@ func (r *writer) mathBlock(n *MathBlock) {
 	f := n.Formula(r.d.src)
 	if f == "" {
 		return
+	}
+	if _, ok := n.PreviousSibling().(*MathBlock); ok {
+		// Two displays in a row would touch: the second one's skip
+		// above is the short one, after a paragraph of no text.
+		r.raw(`\opmathgap` + "\n")
 	}
 	r.raw(`\[` + "\n")
 	r.formula(f)
@@ -925,7 +946,7 @@ func (r *writer) inlineOther(n ast.Node) {
 	case *Highlight:
 		r.decorated(`\ophl`, n)
 	case *Placeholder:
-		r.inlines(n)
+		r.decorated(`\opph`, n)
 	case *MathInline:
 		f := strings.TrimSpace(n.Formula)
 		if f == "" {
@@ -957,23 +978,15 @@ func (r *writer) inlineOther(n ast.Node) {
 			s := n.Segments.At(i)
 			b.Write(s.Value(r.d.src))
 		}
-		if r.cell && isBr(b.String()) {
-			r.bidiBreak()
-			r.raw(`\opnl{}`)
+		if r.inlineHTML(n, b.String()) {
 			return
 		}
-		r.text(string(clean([]byte(b.String()))), modeText)
+		r.text(string(clean([]byte(b.String()))), modeCode)
 	case *extast.FootnoteLink:
 		r.footnoteRef(n)
 	default:
 		r.inlines(n)
 	}
-}
-
-// isBr reports whether an HTML tag is <br>, <br/> or <br />.
-func isBr(tag string) bool {
-	t := strings.ToLower(strings.ReplaceAll(tag, " ", ""))
-	return t == "<br>" || t == "<br/>"
 }
 
 // group writes open, the children and a closing brace.
@@ -1142,6 +1155,12 @@ func (r *writer) resolveLink(dest string) (target, string) {
 		if name, ok := r.anchors[dest[1:]]; ok {
 			return target{dest: name}, ""
 		}
+		// A link to a non-ASCII heading may be percent-encoded.
+		if frag, err := url.PathUnescape(dest[1:]); err == nil {
+			if name, ok := r.anchors[strings.ToLower(frag)]; ok {
+				return target{dest: name}, ""
+			}
+		}
 		return target{}, fmt.Sprintf("link to %q: no heading has this name", shorten(dest))
 	}
 	if sc := scheme(dest); sc != "" {
@@ -1207,7 +1226,9 @@ func (r *writer) autoLink(n *ast.AutoLink) {
 	}
 	r.hyper(n, t, func() {
 		r.raw(`\opurl{`)
+		r.urlBreaks = true
 		r.text(label, modeCode)
+		r.urlBreaks = false
 		r.raw(`}`)
 	})
 }

@@ -209,7 +209,7 @@ func resolveMeta(b binding.Binding, doc *markdown.Document, name string) markdow
 	if b.TOC != nil {
 		m.TOC = *b.TOC
 	} else {
-		m.TOC = doc.Headings() >= 3
+		m.TOC = doc.Headings() >= 4
 	}
 	if b.NumberSections != nil {
 		m.NumberSections = *b.NumberSections

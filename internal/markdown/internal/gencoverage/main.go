@@ -55,12 +55,31 @@ var Families = []Family{
 	}},
 	{"covCJK", "cjk", "Noto Serif CJK JP", []string{"NotoSerifCJK-Regular.ttc", "NotoSerifCJK-Bold.ttc"}},
 	{"covArabic", "arabic", "Noto Naskh Arabic", []string{"NotoNaskhArabic-Regular.ttf", "NotoNaskhArabic-Bold.ttf"}},
-	{"covHebrew", "hebrew", "Noto Sans Hebrew", []string{"NotoSansHebrew-Regular.ttf", "NotoSansHebrew-Bold.ttf"}},
-	{"covDevanagari", "devanagari", "Noto Sans Devanagari", []string{"NotoSansDevanagari-Regular.ttf", "NotoSansDevanagari-Bold.ttf"}},
-	{"covThai", "thai", "Noto Sans Thai", []string{"NotoSansThai-Regular.ttf", "NotoSansThai-Bold.ttf"}},
+	// Hebrew, Devanagari and Thai have serif and sans faces: the serif in
+	// text, the sans in headings; a character counts when both have it.
+	{"covHebrew", "hebrew", "Noto Serif Hebrew", []string{"NotoSerifHebrew-Regular.ttf", "NotoSerifHebrew-Bold.ttf", "NotoSansHebrew-Regular.ttf", "NotoSansHebrew-Bold.ttf"}},
+	{"covDevanagari", "devanagari", "Noto Serif Devanagari", []string{"NotoSerifDevanagari-Regular.ttf", "NotoSerifDevanagari-Bold.ttf", "NotoSansDevanagari-Regular.ttf", "NotoSansDevanagari-Bold.ttf"}},
+	{"covThai", "thai", "Noto Serif Thai", []string{"NotoSerifThai-Regular.ttf", "NotoSerifThai-Bold.ttf", "NotoSansThai-Regular.ttf", "NotoSansThai-Bold.ttf"}},
 	{"covMath", "math", "Noto Sans Math", []string{"NotoSansMath-Regular.ttf"}},
 	{"covSymbols", "symbols", "Noto Sans Symbols", []string{"NotoSansSymbols-Regular.ttf", "NotoSansSymbols-Bold.ttf"}},
 	{"covSymbolsTwo", "symbolstwo", "Noto Sans Symbols2", []string{"NotoSansSymbols2-Regular.ttf"}},
+	// The other scripts Debian's Noto fonts cover, serif where a serif exists.
+	{"covBengali", "bengali", "Noto Serif Bengali", []string{"NotoSerifBengali-Regular.ttf", "NotoSerifBengali-Bold.ttf"}},
+	{"covTamil", "tamil", "Noto Serif Tamil", []string{"NotoSerifTamil-Regular.ttf", "NotoSerifTamil-Bold.ttf"}},
+	{"covMalayalam", "malayalam", "Noto Serif Malayalam", []string{"NotoSerifMalayalam-Regular.ttf", "NotoSerifMalayalam-Bold.ttf"}},
+	{"covKannada", "kannada", "Noto Serif Kannada", []string{"NotoSerifKannada-Regular.ttf", "NotoSerifKannada-Bold.ttf"}},
+	{"covTelugu", "telugu", "Noto Serif Telugu", []string{"NotoSerifTelugu-Regular.ttf", "NotoSerifTelugu-Bold.ttf"}},
+	{"covGujarati", "gujarati", "Noto Serif Gujarati", []string{"NotoSerifGujarati-Regular.ttf", "NotoSerifGujarati-Bold.ttf"}},
+	{"covGurmukhi", "gurmukhi", "Noto Serif Gurmukhi", []string{"NotoSerifGurmukhi-Regular.ttf", "NotoSerifGurmukhi-Bold.ttf"}},
+	{"covOriya", "oriya", "Noto Sans Oriya", []string{"NotoSansOriya-Regular.ttf", "NotoSansOriya-Bold.ttf"}},
+	{"covSinhala", "sinhala", "Noto Serif Sinhala", []string{"NotoSerifSinhala-Regular.ttf", "NotoSerifSinhala-Bold.ttf"}},
+	{"covKhmer", "khmer", "Noto Serif Khmer", []string{"NotoSerifKhmer-Regular.ttf", "NotoSerifKhmer-Bold.ttf"}},
+	{"covLao", "lao", "Noto Serif Lao", []string{"NotoSerifLao-Regular.ttf", "NotoSerifLao-Bold.ttf"}},
+	{"covMyanmar", "myanmar", "Noto Serif Myanmar", []string{"NotoSerifMyanmar-Regular.ttf", "NotoSerifMyanmar-Bold.ttf"}},
+	{"covTibetan", "tibetan", "Noto Serif Tibetan", []string{"NotoSerifTibetan-Regular.ttf", "NotoSerifTibetan-Bold.ttf"}},
+	{"covGeorgian", "georgian", "Noto Serif Georgian", []string{"NotoSerifGeorgian-Regular.ttf", "NotoSerifGeorgian-Bold.ttf"}},
+	{"covArmenian", "armenian", "Noto Serif Armenian", []string{"NotoSerifArmenian-Regular.ttf", "NotoSerifArmenian-Bold.ttf"}},
+	{"covEthiopic", "ethiopic", "Noto Serif Ethiopic", []string{"NotoSerifEthiopic-Regular.ttf", "NotoSerifEthiopic-Bold.ttf"}},
 	{"covEmoji", "emoji", "Symbola", []string{"Symbola_hint.ttf"}},
 }
 
@@ -104,7 +123,7 @@ func Generate(fontDir string) ([]byte, error) {
 	for _, v := range versions {
 		fmt.Fprintf(&b, "//   - %s\n", v)
 	}
-	b.WriteString("\n// fontSet is a set of the font families below, one bit each.\ntype fontSet uint16\n\n")
+	b.WriteString("\n// fontSet is a set of the font families below, one bit each.\ntype fontSet uint32\n\n")
 	b.WriteString("// The font families whose coverage fontCoverage records.\nconst (\n")
 	for i, fam := range Families {
 		if i == 0 {
@@ -133,8 +152,8 @@ func Generate(fontDir string) ([]byte, error) {
 	return src, nil
 }
 
-func setOf(cover [][]bool, r rune) uint16 {
-	var set uint16
+func setOf(cover [][]bool, r rune) uint32 {
+	var set uint32
 	for i, c := range cover {
 		if c[r] {
 			set |= 1 << i
