@@ -47,6 +47,9 @@ type PoolConfig struct {
 	// NoFormat turns off dumping the preamble's package part into a
 	// format (for comparisons; formats cut the warm-up CPU about in half).
 	NoFormat bool
+	// Zygote configures forking warm processes from a zygote (see
+	// zygote.go); on by default.
+	Zygote ZygoteConfig
 }
 
 // PoolStats are the pool's figures for metrics. Warm and Busy are current
@@ -63,6 +66,7 @@ type PoolStats struct {
 	// Failures counts processes that failed to warm up or died while
 	// idle, and formats that failed to build.
 	Failures int
+	ZygoteStats
 }
 
 // ErrPoolClosed is returned by Run after Close.
@@ -105,6 +109,8 @@ type Pool struct {
 	busy     map[*warmProc]context.CancelFunc // taken processes; the cancel of their render, nil until typeset sets it
 	nextID   uint64
 	stats    PoolStats
+
+	zyg zygotes // the zygotes' shim and figures
 }
 
 // profile is the pool's state for one preamble.
@@ -130,6 +136,8 @@ type profile struct {
 	fmtOnce   sync.Once
 	fmtPath   string // the format to load, "" for none
 	fmtBroken bool   // a process failed with the format: start without (under Pool.mu)
+
+	zygotes profileZygotes // under Pool.mu
 }
 
 type procState int
@@ -157,6 +165,10 @@ type warmProc struct {
 	warmCPU  time.Duration
 	hooks    atomic.Pointer[runHooks] // set by the render that took the process
 	readyOne sync.Once
+	// driverW is set for a slot of a zygote's child (see warmSlot): the
+	// write end of its pre-started xdvipdfmx's stdin, which p is; the
+	// TeX process is forked when the document is there.
+	driverW *os.File
 }
 
 // runHooks are what a render wants to hear from its process's output.
@@ -181,6 +193,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if cfg.WarmupTimeout <= 0 {
 		cfg.WarmupTimeout = 60 * time.Second
 	}
+	cfg.Zygote = cfg.Zygote.withDefaults()
 	sb, err := newSandbox(cfg.Runner)
 	if err != nil {
 		return nil, err
@@ -215,6 +228,7 @@ func (p *Pool) Stats() PoolStats {
 		s.Warm += len(prof.warm)
 		s.Warming += prof.starting
 	}
+	s.ZygoteStats = p.zygoteStatsLocked()
 	return s
 }
 
@@ -340,6 +354,9 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	out := &warmRun{id: wp.id, dir: wp.dir, warmCPU: wp.warmCPU}
 	defer p.release(wp)
 	defer wp.fifo.Close()
+	if wp.driverW != nil {
+		defer wp.driverW.Close()
+	}
 
 	if wp.p.gone() {
 		wp.p.killGroup()
@@ -372,10 +389,22 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 		return out, err
 	}
 	goAt := time.Now()
-	// One write of more bytes than XeTeX's byte-order-mark sniffing reads
-	// (it must not block waiting for more); our end stays open until TeX
-	// is done, so the bytes are there whenever TeX's open happens.
-	if _, err := wp.fifo.Write([]byte("outprint go go\n")); err != nil {
+	pr := wp.p // the TeX process: wp.p, or the zygote's child forked now
+	var zyg *zygote
+	if wp.driverW != nil {
+		var err error
+		pr, zyg, err = p.forkChild(wp, job.maxPages())
+		if err != nil {
+			wp.p.killGroup()
+			wp.p.reap()
+			rep.close()
+			return out, err
+		}
+	} else if _, err := wp.fifo.Write([]byte("outprint go go\n")); err != nil {
+		// One write of more bytes than XeTeX's byte-order-mark sniffing
+		// reads (it must not block waiting for more); our end stays open
+		// until TeX is done, so the bytes are there whenever TeX's open
+		// happens.
 		wp.p.killGroup()
 		wp.p.reap()
 		rep.close()
@@ -389,18 +418,21 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 			return out.rerun
 		}
 	}
-	state, cause := wp.p.wait(ctx, wp.dir, p.cfg.Runner.ScratchBytes, inputs, dropDriver)
+	state, cause := pr.wait(ctx, wp.dir, p.cfg.Runner.ScratchBytes, inputs, dropDriver)
 	out.engine = time.Since(goAt)
-	out.driverDropped = wp.p.followerDropped
+	out.driverDropped = pr.followerDropped
 	rep.close()
-	out.cpu = wp.p.cpu()
-	out.maxRSS = wp.p.maxRSS()
+	out.cpu = pr.cpu()
+	out.maxRSS = pr.maxRSS()
+	if zyg != nil && crashed(state) {
+		p.retireZygote(zyg, fmt.Sprintf("a child died of %v", state))
+	}
 	li, logText := readLog(wp.dir, wp.nonce)
 	out.li, out.log = li, logText
-	if err := classify(cause, state, li, wp.p.output(), wp.dir); err != nil {
+	if err := classify(cause, state, li, pr.output(), wp.dir); err != nil {
 		return out, err
 	}
-	return out, wp.p.followerError()
+	return out, pr.followerError()
 }
 
 // carryOver copies what a second run needs from the first run's folder:
@@ -542,7 +574,11 @@ func (p *Pool) wantLocked(prof *profile) int {
 // Max. A preamble whose last warm-up failed is not replenished in the
 // background; the next render retries it.
 func (p *Pool) replenishLocked(prof *profile) {
-	if p.closed || prof.failing {
+	if p.closed {
+		return
+	}
+	p.ensureZygotesLocked(prof)
+	if prof.failing {
 		return
 	}
 	for len(prof.warm)+prof.starting < p.wantLocked(prof) && p.alive < p.cfg.Max {
@@ -684,6 +720,9 @@ func (p *Pool) discard(wp *warmProc) {
 	wp.p.killGroup()
 	wp.p.reap()
 	wp.fifo.Close()
+	if wp.driverW != nil {
+		wp.driverW.Close()
+	}
 	os.RemoveAll(wp.dir)
 	p.mu.Lock()
 	p.alive--
@@ -708,6 +747,9 @@ func (p *Pool) warmUp(wp *warmProc) error {
 	case <-p.stop:
 		return ErrPoolClosed
 	default:
+	}
+	if p.zygoteReady(prof) {
+		return p.warmSlot(wp)
 	}
 
 	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-warm-")

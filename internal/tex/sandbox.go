@@ -100,7 +100,10 @@ func (s *sandbox) args(format, driver string) []string {
 // proc is one started process: a TeX process, leader of its own process
 // group, or a follower in the group of another.
 type proc struct {
-	cmd      *exec.Cmd
+	cmd      *exec.Cmd        // nil for a zygote's child (see zygote.spawn)
+	osp      *os.Process      // a zygote's child: found by pid, it is ours
+	name     string           // the program's name, for errors
+	state    *os.ProcessState // set by reap
 	pid      int
 	pgid     int           // the process group: pid for a leader
 	exited   chan struct{} // closed by the waiter goroutine when the leader has exited (not reaped yet)
@@ -126,6 +129,7 @@ type spawn struct {
 	stdin *os.File   // nil: /dev/null
 	extra []*os.File // become fds 3, 4, ...
 	pgid  int        // join this process group; 0: lead a new one
+	env   []string   // added to the sandbox's environment (a zygote's)
 }
 
 const outputTail = 16 << 10
@@ -159,7 +163,7 @@ func (s *sandbox) startProgram(dir, program string, args []string, cpuSeconds ui
 	}
 	cmd := exec.Command(program, args...)
 	cmd.Dir = dir
-	cmd.Env = s.env(dir)
+	cmd.Env = append(s.env(dir), sp.env...)
 	if sp.stdin != nil {
 		cmd.Stdin = sp.stdin
 	} // else /dev/null: TeX can never wait at a prompt
@@ -179,7 +183,7 @@ func (s *sandbox) startProgram(dir, program string, args []string, cpuSeconds ui
 	}
 	pw.Close()
 	p := &proc{
-		cmd: cmd, pid: cmd.Process.Pid, pgid: sp.pgid,
+		cmd: cmd, name: filepath.Base(program), pid: cmd.Process.Pid, pgid: sp.pgid,
 		exited: make(chan struct{}), readDone: make(chan struct{}), out: pr,
 	}
 	if p.pgid == 0 {
@@ -291,10 +295,15 @@ func (p *proc) output() string {
 	return out
 }
 
-// killGroup sends SIGKILL to every process of the group.
+// killGroup sends SIGKILL to every process of the group, and of the
+// follower's group when it leads one of its own (a zygote child's
+// xdvipdfmx, started before the child existed).
 func (p *proc) killGroup() {
 	p.killed.Store(true)
 	_ = unix.Kill(-p.pgid, unix.SIGKILL)
+	if f := p.follower; f != nil && f.pgid != p.pgid {
+		f.killGroup()
+	}
 }
 
 // waitGroupDead waits (at most 5 s) until no process of the group runs:
@@ -358,7 +367,12 @@ func (p *proc) reap() *os.ProcessState {
 	if f := p.follower; f != nil {
 		f.reap()
 	}
-	_ = p.cmd.Wait() // the exit status is in ProcessState
+	if p.cmd != nil {
+		_ = p.cmd.Wait() // the exit status is in ProcessState
+		p.state = p.cmd.ProcessState
+	} else {
+		p.state, _ = p.osp.Wait()
+	}
 	select {
 	case <-p.readDone:
 	case <-time.After(2 * time.Second):
@@ -366,7 +380,7 @@ func (p *proc) reap() *os.ProcessState {
 		p.out.SetReadDeadline(time.Now())
 		<-p.readDone
 	}
-	return p.cmd.ProcessState
+	return p.state
 }
 
 // followerExited is closed when the follower has exited; nil (never
@@ -393,7 +407,7 @@ func (p *proc) gone() bool {
 // cpu is the CPU time of the reaped process, its waited-for children and
 // its follower.
 func (p *proc) cpu() time.Duration {
-	d := cpuTime(p.cmd.ProcessState)
+	d := cpuTime(p.state)
 	if p.follower != nil {
 		d += p.follower.cpu()
 	}
@@ -404,8 +418,8 @@ func (p *proc) cpu() time.Duration {
 // its waited-for children and its follower.
 func (p *proc) maxRSS() int64 {
 	var n int64
-	if p.cmd.ProcessState != nil {
-		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if p.state != nil {
+		if ru, ok := p.state.SysUsage().(*syscall.Rusage); ok {
 			n = ru.Maxrss * 1024 // Linux reports kilobytes
 		}
 	}
@@ -419,10 +433,10 @@ func (p *proc) maxRSS() int64 {
 // killed on purpose).
 func (p *proc) followerError() error {
 	f := p.follower
-	if f == nil || p.followerDropped || f.cmd.ProcessState == nil || f.cmd.ProcessState.Success() {
+	if f == nil || p.followerDropped || f.state == nil || f.state.Success() {
 		return nil
 	}
-	return fmt.Errorf("%s failed (%v): %s", filepath.Base(f.cmd.Path), f.cmd.ProcessState, lastLines(f.output(), 3))
+	return fmt.Errorf("%s failed (%v): %s", f.name, f.state, lastLines(f.output(), 3))
 }
 
 // errScratchFull is the cause when the scratch folder outgrew its bound.

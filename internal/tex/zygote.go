@@ -1,0 +1,367 @@
+package tex
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// A zygote is a XeTeX process that loaded a profile's preamble and fonts,
+// passed \begin{document} and then, instead of typesetting a document,
+// forks a child for each one: the child starts where a warm process waits
+// for its document, without paying the warm-up (some 140 ms of CPU, most of
+// it filling XeTeX's 160 MB of arrays). The fork happens inside XeTeX,
+// through a small C library preloaded into it (zygote/shim.c, built with
+// the machine's C compiler when the pool first needs it); see the
+// "zygote" section of DEVELOPERS.md.
+//
+// A child is the server's child, not the zygote's (clone with
+// CLONE_PARENT): the pool waits for it, reads its rusage and sets its
+// rlimits as for a process it started itself, and it runs in its own
+// process group and scratch folder. Children share the zygote's memory
+// copy-on-write only; what one child does is never seen by the zygote or
+// by another child (TestZygoteIsolation).
+
+// shimSource is the C source of the preloaded library.
+//
+//go:embed zygote/shim.c
+var shimSource []byte
+
+// zygoteGate is the file whose opening the shim intercepts: the zygote's
+// main.tex inputs it after the warm-up, and a child inputs its own, which
+// sets the clock, the page limit and the nonce of its document.
+const zygoteGate = "./go.tex"
+
+// zygoteCtlFD is the zygote's control socket's fd number; fd 3 is the
+// output driver's pipe in a child (a placeholder in the zygote).
+const zygoteCtlFD = 4
+
+// buildShim compiles the shim into dir, named by its source's hash, unless
+// it is there already, and returns its path. It needs a C compiler (gcc or
+// cc); without one the pool keeps warm processes of its own.
+func buildShim(dir string) (string, error) {
+	sum := sha256.Sum256(shimSource)
+	name := "zygote-" + hex.EncodeToString(sum[:8])
+	out := filepath.Join(dir, name+".so")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	cc := ""
+	for _, c := range []string{"gcc", "cc"} {
+		if p, err := exec.LookPath(c); err == nil {
+			cc = p
+			break
+		}
+	}
+	if cc == "" {
+		return "", errors.New("no C compiler (gcc or cc) to build the zygote shim")
+	}
+	src := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(src, shimSource, 0o600); err != nil {
+		return "", fmt.Errorf("zygote shim: %w", err)
+	}
+	tmp := out + ".tmp"
+	cmd := exec.Command(cc, "-O2", "-shared", "-fPIC", "-o", tmp, src, "-ldl")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("build zygote shim: %v: %s", err, lastLines(string(b), 5))
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", fmt.Errorf("zygote shim: %w", err)
+	}
+	return out, nil
+}
+
+// zygote is one running zygote process.
+type zygote struct {
+	prof  *profile
+	dir   string
+	nonce string
+	p     *proc
+	ctl   *net.UnixConn // our end of the SOCK_SEQPACKET control socket
+	born  time.Time
+	// retire is closed (once, by retireOnce) when the zygote must go:
+	// too many forks, a child crashed, the pool closes.
+	retire     chan struct{}
+	retireOnce sync.Once
+	why        string // why it retired (under Pool.mu)
+
+	mu    sync.Mutex // serializes fork requests
+	forks int        // under mu
+}
+
+func (z *zygote) doRetire() { z.retireOnce.Do(func() { close(z.retire) }) }
+
+// zygoteDocument is main.tex of a zygote: warmDocument's preamble, harness
+// and warm-up, then the gate. The harness's messages name the nonce through
+// \outprint@nonce, which each child's go.tex sets to a nonce of its own, so
+// no document learns another's. go.tex also sets \time, \day, \month and
+// \year (frozen at the zygote's start otherwise), the random seed and the
+// page limit.
+func zygoteDocument(preamble, nonce string, withFormat bool) string {
+	var b strings.Builder
+	if head, tail, ok := splitAtDump(preamble); ok && withFormat {
+		b.WriteString(head)
+		b.WriteString(dumpMarker + "\n")
+		b.WriteString(lmrRestore())
+		b.WriteString(tail)
+	} else {
+		b.WriteString(preamble)
+	}
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	b.WriteString(`\makeatletter\gdef\outprint@nonce{` + nonce + `}\makeatother` + "\n")
+	b.WriteString(harness(`\outprint@nonce\space`, limits.DefaultMaxPages))
+	b.WriteString(`\makeatletter
+\let\outprint@preamblecmds\@preamblecmds
+\begingroup\def\do#1{\expandafter\global\expandafter\let\csname outprint@saved@\string#1\endcsname#1}\outprint@preamblecmds\endgroup
+\makeatother
+\begin{document}
+\makeatletter
+\begingroup\setbox\z@\hbox{\ifdefined\outprintwarmup\outprintwarmup\else ` + defaultWarmup + `\fi}\endgroup
+\immediate\write16{` + marker(nonce) + `ready}\message{}%
+\@@input ` + zygoteGate + `
+\def\do#1{\expandafter\let\expandafter#1\csname outprint@saved@\string#1\endcsname}\outprint@preamblecmds
+\let\AtBeginDocument\@firstofone
+\@input{./prev.aux}%
+\def\do#1{\let#1\@notprerr}\outprint@preamblecmds
+\let\do\noexpand
+\immediate\write16{OUTPRINT-\outprint@nonce\space start}\message{}%
+\makeatother
+\input{./body.tex}
+\end{document}
+`)
+	return b.String()
+}
+
+// childGo is a child's go.tex: the clock of now, a random seed, the page
+// limit and the child's nonce.
+func childGo(now time.Time, nonce string, maxPages int) string {
+	return fmt.Sprintf(`\global\time=%d \global\day=%d \global\month=%d \global\year=%d
+\ifdefined\setrandomseed\setrandomseed%d \fi
+\global\outprint@maxpages=%d
+\xdef\outprint@nonce{%s}%%
+`, now.Hour()*60+now.Minute(), now.Day(), int(now.Month()), now.Year(),
+		now.UnixNano()%(1<<31-1), maxPages, nonce)
+}
+
+// startZygote starts a zygote for preamble in dir and waits until it is
+// at its gate (or the warm-up timeout, the process's death or stop).
+func (p *Pool) startZygote(prof *profile, shim, fmtPath string, stop <-chan struct{}) (*zygote, error) {
+	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-zygote-")
+	if err != nil {
+		return nil, fmt.Errorf("zygote folder: %w", err)
+	}
+	z := &zygote{prof: prof, dir: dir, nonce: newNonce(), retire: make(chan struct{})}
+	fail := func(err error) (*zygote, error) {
+		if z.ctl != nil {
+			z.ctl.Close()
+		}
+		if z.p != nil {
+			z.p.killGroup()
+			z.p.reap()
+		}
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := writeFile(dir, "main.tex", zygoteDocument(prof.preamble, z.nonce, fmtPath != "")); err != nil {
+		return fail(err)
+	}
+	// kpathsea looks the gate up before the shim sees its fopen: it
+	// must exist, and it is never read.
+	if err := writeFile(dir, "go.tex", "\n"); err != nil {
+		return fail(err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(fmt.Errorf("control socket: %w", err))
+	}
+	ours := os.NewFile(uintptr(fds[0]), "zygote-ctl")
+	theirs := os.NewFile(uintptr(fds[1]), "zygote-ctl-peer")
+	c, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		theirs.Close()
+		return fail(fmt.Errorf("control socket: %w", err))
+	}
+	z.ctl = c.(*net.UnixConn)
+	placeholder, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		theirs.Close()
+		return fail(err)
+	}
+	// The zygote's own CPU limit covers its warm-up and its forks (the
+	// clone calls are its CPU time); children get theirs in the request.
+	timeout := cpuSeconds(p.cfg.WarmupTimeout + p.cfg.Runner.Timeout)
+	z.p, err = p.sb.startProgram(dir, p.sb.program, p.sb.args(fmtPath, "cat >&3 #"), timeout, nil, spawn{
+		extra: []*os.File{placeholder, theirs},
+		env: []string{
+			"LD_PRELOAD=" + shim,
+			fmt.Sprintf("OUTPRINT_ZYGOTE_FD=%d", zygoteCtlFD),
+			"OUTPRINT_ZYGOTE_GATE=" + zygoteGate,
+		},
+	})
+	placeholder.Close()
+	theirs.Close()
+	if err != nil {
+		return fail(err)
+	}
+	// The zygote says "R" on the control socket when it is at its gate.
+	ready := make(chan error, 1)
+	go func() { // ends when the zygote answers, dies, or the deadline passes
+		z.ctl.SetReadDeadline(time.Now().Add(p.cfg.WarmupTimeout))
+		var b [8]byte
+		n, err := z.ctl.Read(b[:])
+		z.ctl.SetReadDeadline(time.Time{})
+		if err == nil && (n != 1 || b[0] != 'R') {
+			err = fmt.Errorf("zygote said %q", b[:n])
+		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			zp := z.p
+			z.p = nil
+			zp.killGroup()
+			st := zp.reap()
+			li, _ := readLog(dir, z.nonce)
+			if cerr := classify(nil, st, li, zp.output(), dir); cerr != nil {
+				err = cerr
+			}
+			return fail(fmt.Errorf("zygote warm-up: %w: %s", err, lastLines(zp.output(), 3)))
+		}
+	case <-stop:
+		return fail(ErrPoolClosed)
+	}
+	z.born = time.Now()
+	return z, nil
+}
+
+// close ends the zygote: its socket closes (the shim then exits), its
+// group is killed and reaped, its folder removed. Its children run on.
+func (z *zygote) close() {
+	z.ctl.Close()
+	z.p.killGroup()
+	z.p.reap()
+	os.RemoveAll(z.dir)
+}
+
+// errZygoteGone: the zygote died or retired before it could fork.
+var errZygoteGone = errors.New("zygote gone")
+
+// fork asks the zygote for a child in dir, with out as its stdout and
+// stderr and driver as its fd 3, limited to cpuSeconds of CPU. The child
+// is not yet in a process group of its own when fork returns (it makes
+// one at once); spawn makes sure.
+func (z *zygote) fork(dir string, out, driver *os.File, cpuSeconds uint64) (int, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return 0, fmt.Errorf("child folder: %w", err)
+	}
+	defer d.Close()
+	msg := make([]byte, 8, 8+len(dir)+1)
+	binary.NativeEndian.PutUint64(msg, cpuSeconds)
+	msg = append(msg, dir...)
+	msg = append(msg, 0)
+	rights := unix.UnixRights(int(d.Fd()), int(out.Fd()), int(driver.Fd()))
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	select {
+	case <-z.retire:
+		return 0, errZygoteGone
+	case <-z.p.exited:
+		return 0, errZygoteGone
+	default:
+	}
+	if _, _, err := z.ctl.WriteMsgUnix(msg, rights, nil); err != nil {
+		return 0, fmt.Errorf("%w: %v", errZygoteGone, err)
+	}
+	z.ctl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var b [4]byte
+	n, err := z.ctl.Read(b[:])
+	z.ctl.SetReadDeadline(time.Time{})
+	if err != nil || n != 4 {
+		// A zygote that does not answer is of no use: it retires.
+		z.doRetire()
+		return 0, fmt.Errorf("%w: no answer (%v)", errZygoteGone, err)
+	}
+	pid := int32(binary.NativeEndian.Uint32(b[:]))
+	if pid <= 0 {
+		return 0, fmt.Errorf("zygote fork: %w", syscall.Errno(-pid))
+	}
+	z.forks++
+	return int(pid), nil
+}
+
+// spawn forks a child of z in dir, typesetting its go.tex, with driverW
+// (the write end of its pre-started xdvipdfmx's stdin) as fd 3. The child
+// is watched like any started process: a waiter and a reader goroutine,
+// rlimits by prlimit.
+func (p *Pool) spawn(z *zygote, dir string, driverW *os.File, cpuSeconds uint64, onLine func(string)) (*proc, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("output pipe: %w", err)
+	}
+	pid, err := z.fork(dir, pw, driverW, cpuSeconds)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, err
+	}
+	// The child makes its group itself; doing it here too means the
+	// group exists before anyone may kill it.
+	_ = unix.Setpgid(pid, pid)
+	osp, err := os.FindProcess(pid)
+	if err != nil { // never on Linux
+		unix.Kill(pid, unix.SIGKILL)
+		pr.Close()
+		return nil, fmt.Errorf("zygote child: %w", err)
+	}
+	c := &proc{
+		osp: osp, name: "xelatex", pid: pid, pgid: pid,
+		exited: make(chan struct{}), readDone: make(chan struct{}), out: pr,
+	}
+	go c.waitExit() // owned by c, as in startProgram
+	go c.read(onLine)
+	if err := p.sb.limit(pid, cpuSeconds); err != nil && !errors.Is(err, unix.ESRCH) {
+		c.killGroup()
+		c.reap()
+		return nil, fmt.Errorf("rlimits: %w", err)
+	}
+	return c, nil
+}
+
+// crashed reports whether a child died of a signal that may mean memory
+// corruption or probing: its zygote, whose layout and stack canary every
+// child shares, must not give it many tries.
+func crashed(st *os.ProcessState) bool {
+	if st == nil {
+		return false
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return false
+	}
+	switch ws.Signal() {
+	case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGILL, syscall.SIGABRT:
+		return true
+	}
+	return false
+}

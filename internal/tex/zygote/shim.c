@@ -1,0 +1,284 @@
+/*
+ * The zygote shim of outprint's TeX pool (see internal/tex/zygote.go).
+ *
+ * Preloaded into XeTeX (LD_PRELOAD), it does nothing unless the environment
+ * names a control socket (OUTPRINT_ZYGOTE_FD) and a gate file
+ * (OUTPRINT_ZYGOTE_GATE). Then the first fopen of the gate file, which the
+ * zygote's main.tex reaches after loading the preamble, the fonts and
+ * \begin{document}, never returns in the zygote: the zygote says "R" on the
+ * control socket and serves fork requests until the socket closes.
+ *
+ * A request is one SOCK_SEQPACKET message: the child's CPU-time limit
+ * (uint64, native byte order), then its folder's path (NUL-terminated), and
+ * by SCM_RIGHTS three fds: the folder, the output pipe (stdout and stderr)
+ * and the driver pipe (fd 3, xdvipdfmx's stdin). The zygote answers with the
+ * child's pid (int32), or minus an errno.
+ *
+ * The child is made with a raw clone(CLONE_PARENT), so it is the server's
+ * child, not the zygote's: the server waits for it, reads its rusage and
+ * sets its rlimits as for any process it starts. In the child, this file
+ * detaches it from the zygote (death signal, process group, CPU limit,
+ * fds, folder, environment) and then opens the gate file for real: its
+ * folder's go.tex, written by the server, which sets the clock and the
+ * nonce and lets the document in.
+ *
+ * Reads of the zygote's memory are copy-on-write; what the zygote shares
+ * with a child beyond memory is only its open files, so each is handled:
+ * a file open for reading gets a description of its own (a shared one would
+ * move the zygote's offset); a file open for writing must be in the
+ * zygote's folder and is copied into the child's, at the same offset.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int ctl_fd = -1;
+static char *gate;
+
+__attribute__((constructor)) static void shim_init(void) {
+    const char *fd = getenv("OUTPRINT_ZYGOTE_FD");
+    const char *g = getenv("OUTPRINT_ZYGOTE_GATE");
+    if (fd == NULL || g == NULL)
+        return;
+    ctl_fd = atoi(fd);
+    gate = strdup(g);
+    /* Nothing TeX starts (the output driver's shell) loads the shim. */
+    unsetenv("LD_PRELOAD");
+    unsetenv("OUTPRINT_ZYGOTE_FD");
+    unsetenv("OUTPRINT_ZYGOTE_GATE");
+}
+
+static void die(const char *what) {
+    char msg[256];
+    int n = snprintf(msg, sizeof msg, "outprint zygote child: %s: %s\n", what, strerror(errno));
+    if (n > 0)
+        (void)!write(2, msg, (size_t)n);
+    _exit(125);
+}
+
+/* copy_to copies the first size bytes of fd into nfd. */
+static int copy_to(int fd, int nfd, off_t size) {
+    char buf[65536];
+    off_t at = 0;
+    while (at < size) {
+        size_t want = sizeof buf;
+        if ((off_t)want > size - at)
+            want = (size_t)(size - at);
+        ssize_t n = pread(fd, buf, want, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        for (ssize_t w = 0; w < n;) {
+            ssize_t m = write(nfd, buf + w, (size_t)(n - w));
+            if (m < 0 && errno == EINTR)
+                continue;
+            if (m <= 0)
+                return -1;
+            w += m;
+        }
+        at += n;
+    }
+    return 0;
+}
+
+/* detach_files gives the child files of its own, as the header says. zdir
+ * is the zygote's folder; dirfd the child's. Every fd above 3 that is not a
+ * regular file is closed. */
+static void detach_files(const char *zdir, int cdir, int keep1, int keep2) {
+    int fds[1024], n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        die("open /proc/self/fd");
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 1024) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        int fd = atoi(e->d_name);
+        if (fd <= 3 || fd == cdir || fd == keep1 || fd == keep2 || fd == dirfd(d))
+            continue;
+        fds[n++] = fd;
+    }
+    closedir(d);
+    size_t zlen = strlen(zdir);
+    for (int i = 0; i < n; i++) {
+        int fd = fds[i];
+        struct stat st;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            continue;
+        }
+        int fl = fcntl(fd, F_GETFL), fdfl = fcntl(fd, F_GETFD);
+        if (fl < 0 || fdfl < 0)
+            die("fcntl");
+        off_t off = lseek(fd, 0, SEEK_CUR);
+        char proc[64], path[PATH_MAX];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        int nfd;
+        if ((fl & O_ACCMODE) == O_RDONLY) {
+            nfd = open(proc, O_RDONLY | O_CLOEXEC);
+            if (nfd < 0)
+                die("reopen a file");
+        } else {
+            ssize_t len = readlink(proc, path, sizeof path - 1);
+            if (len < 0)
+                die("readlink");
+            path[len] = 0;
+            const char *rel = path + zlen + 1;
+            if ((size_t)len <= zlen + 1 || strncmp(path, zdir, zlen) != 0 || path[zlen] != '/' ||
+                strchr(rel, '/') != NULL) {
+                errno = EPERM;
+                die("a file open for writing outside the zygote's folder");
+            }
+            nfd = openat(cdir, rel, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (nfd < 0)
+                die("create a written file");
+            /* A file open for writing only cannot be read through
+             * its own description. */
+            int rfd = open(proc, O_RDONLY | O_CLOEXEC);
+            if (rfd < 0 || copy_to(rfd, nfd, st.st_size) != 0)
+                die("copy a written file");
+            close(rfd);
+            if (fl & O_APPEND)
+                fcntl(nfd, F_SETFL, O_APPEND);
+        }
+        if (off >= 0 && lseek(nfd, off, SEEK_SET) < 0)
+            die("seek");
+        if (dup3(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+            die("dup3");
+        close(nfd);
+    }
+}
+
+struct request {
+    uint64_t cpu;
+    char dir[PATH_MAX];
+};
+
+/* child runs in the new process; it returns to the caller of fopen. */
+static void child(const struct request *r, int fds[3], pid_t server) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        die("PR_SET_PDEATHSIG");
+    if (getppid() != server)
+        _exit(124); /* the server died between clone and prctl */
+    if (setpgid(0, 0) != 0)
+        die("setpgid");
+    struct rlimit cpu = {r->cpu, r->cpu + 1};
+    if (setrlimit(RLIMIT_CPU, &cpu) != 0)
+        die("RLIMIT_CPU");
+    if (dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0 || dup2(fds[2], 3) < 0)
+        die("dup2");
+    close(fds[1]);
+    close(fds[2]);
+    close(ctl_fd);
+    ctl_fd = -1;
+    char zdir[PATH_MAX];
+    if (getcwd(zdir, sizeof zdir) == NULL)
+        die("getcwd");
+    detach_files(zdir, fds[0], -1, -1);
+    if (fchdir(fds[0]) != 0)
+        die("fchdir");
+    close(fds[0]);
+    char buf[PATH_MAX + 32];
+    static const char *dirs[] = {"HOME", "TMPDIR", NULL};
+    for (int i = 0; dirs[i]; i++)
+        setenv(dirs[i], r->dir, 1);
+    snprintf(buf, sizeof buf, "%s/.texmf-var", r->dir);
+    setenv("TEXMFVAR", buf, 1);
+    snprintf(buf, sizeof buf, "%s/.texmf-config", r->dir);
+    setenv("TEXMFCONFIG", buf, 1);
+    snprintf(buf, sizeof buf, "%s/.cache", r->dir);
+    setenv("XDG_CACHE_HOME", buf, 1);
+}
+
+static void reply(int32_t v) {
+    while (send(ctl_fd, &v, sizeof v, MSG_NOSIGNAL) < 0 && errno == EINTR)
+        ;
+}
+
+/* serve is the zygote's loop; it returns only in a child. */
+static void serve(void) {
+    pid_t server = getppid();
+    fflush(NULL);
+    if (send(ctl_fd, "R", 1, MSG_NOSIGNAL) != 1)
+        _exit(0);
+    for (;;) {
+        struct request r;
+        memset(&r, 0, sizeof r);
+        struct iovec iov = {&r, sizeof r};
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(3 * sizeof(int))];
+        } c;
+        struct msghdr m = {0};
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = c.buf;
+        m.msg_controllen = sizeof c.buf;
+        ssize_t n = recvmsg(ctl_fd, &m, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0); /* the server closed the socket: retire */
+        int fds[3] = {-1, -1, -1}, nfds = 0;
+        for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+            if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+                int k = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                for (int i = 0; i < k; i++) {
+                    int fd;
+                    memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
+                    if (nfds < 3)
+                        fds[nfds++] = fd;
+                    else
+                        close(fd);
+                }
+            }
+        }
+        r.dir[sizeof r.dir - 1] = 0;
+        if (nfds != 3 || (size_t)n < sizeof r.cpu + 2 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            reply(-EINVAL);
+            continue;
+        }
+        fflush(NULL);
+        long pid = syscall(SYS_clone, (unsigned long)(CLONE_PARENT | SIGCHLD), 0L, 0L, 0L, 0L);
+        if (pid == 0) {
+            child(&r, fds, server);
+            return;
+        }
+        int err = errno;
+        for (int i = 0; i < 3; i++)
+            close(fds[i]);
+        reply(pid > 0 ? (int32_t)pid : -err);
+    }
+}
+
+typedef FILE *(*fopen_fn)(const char *, const char *);
+
+FILE *fopen(const char *path, const char *mode) {
+    static fopen_fn real;
+    if (real == NULL)
+        real = (fopen_fn)dlsym(RTLD_NEXT, "fopen");
+    if (ctl_fd >= 0 && gate != NULL && path != NULL && strcmp(path, gate) == 0) {
+        free(gate);
+        gate = NULL;
+        serve();
+    }
+    return real(path, mode);
+}
