@@ -83,7 +83,8 @@ func idleTeX(root, comm string) []int {
 }
 
 func TestPoolReplacementAfterUse(t *testing.T) {
-	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	// Warm processes of their own: the fallback when no zygote forks.
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}, Zygote: ZygoteConfig{Off: true}})
 	waitFor(t, "a warm process", func() bool { return p.Stats().Warm == 1 })
 
 	seen := map[uint64]bool{}
@@ -119,7 +120,8 @@ func TestPoolReplacementAfterUse(t *testing.T) {
 func TestPoolDeathWhileIdle(t *testing.T) {
 	for _, victim := range []string{"xelatex", "xdvipdfmx"} {
 		t.Run(victim, func(t *testing.T) {
-			p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+			// Warm processes of their own: the fallback when no zygote forks.
+			p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}, Zygote: ZygoteConfig{Off: true}})
 			root := p.cfg.Runner.TempDir
 			var victims []int
 			waitFor(t, "a warm "+victim, func() bool {
@@ -468,7 +470,8 @@ func TestPoolErrors(t *testing.T) {
 // TestPoolWarmupHang: a process that never gets warm is killed at the
 // warm-up timeout; the render that waited for it fails instead of hanging.
 func TestPoolWarmupHang(t *testing.T) {
-	p := newTestPool(t, PoolConfig{WarmupTimeout: 3 * time.Second})
+	// Warm processes of their own: the fallback when no zygote forks.
+	p := newTestPool(t, PoolConfig{WarmupTimeout: 3 * time.Second, Zygote: ZygoteConfig{Off: true}})
 	_, err := p.Run(context.Background(), Job{Preamble: testPreamble + "\\loop\\iftrue\\repeat\n", Body: "x\n"})
 	if err == nil || !strings.Contains(err.Error(), "not warm after 3s") {
 		t.Fatalf("Run(hanging preamble) = %v, want a warm-up timeout", err)
@@ -484,7 +487,8 @@ func TestPoolWarmupHang(t *testing.T) {
 // TestPoolEviction: with room for one process, a render of another
 // preamble takes the place of the idle one.
 func TestPoolEviction(t *testing.T) {
-	p := newTestPool(t, PoolConfig{Max: 1, Min: 1, Preambles: []string{testPreamble}})
+	// Warm processes of their own: the fallback when no zygote forks.
+	p := newTestPool(t, PoolConfig{Max: 1, Min: 1, Preambles: []string{testPreamble}, Zygote: ZygoteConfig{Off: true}})
 	waitFor(t, "a warm process", func() bool { return p.Stats().Warm == 1 })
 	other := strings.Replace(testPreamble, "{article}", "[12pt]{article}", 1)
 	res, err := p.Run(context.Background(), Job{Preamble: other, Body: "Other preamble.\n"})

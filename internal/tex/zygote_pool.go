@@ -177,11 +177,26 @@ func (p *Pool) tendZygote(prof *profile) {
 
 	life := time.NewTimer(p.cfg.Zygote.Lifetime)
 	defer life.Stop()
-	select {
-	case <-z.p.exited:
-	case <-z.retire:
-	case <-life.C:
-	case <-p.stop:
+	// A profile nobody used for the idle timeout (and without Min)
+	// keeps no zygote, as it keeps no warm process.
+	idle := time.NewTicker(p.cfg.IdleTimeout / 2)
+	defer idle.Stop()
+watch:
+	for {
+		select {
+		case <-z.p.exited:
+		case <-z.retire:
+		case <-life.C:
+		case <-p.stop:
+		case <-idle.C:
+			p.mu.Lock()
+			unused := prof.min == 0 && time.Since(prof.lastUsed) >= p.cfg.IdleTimeout
+			p.mu.Unlock()
+			if !unused {
+				continue
+			}
+		}
+		break watch
 	}
 	z.doRetire()
 
