@@ -76,7 +76,7 @@ func buildShim(dir string) (string, error) {
 		return "", fmt.Errorf("zygote shim: %w", err)
 	}
 	tmp := out + ".tmp"
-	cmd := exec.Command(cc, "-O2", "-shared", "-fPIC", "-o", tmp, src, "-ldl")
+	cmd := exec.Command(cc, "-O2", "-shared", "-fPIC", "-Wl,-z,now", "-o", tmp, src, "-ldl")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
 		return "", fmt.Errorf("build zygote shim: %v: %s", err, lastLines(string(b), 5))

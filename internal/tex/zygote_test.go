@@ -1,0 +1,719 @@
+package tex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// newZygotePool returns a pool with a zygote of testPreamble ready, and
+// that zygote.
+func newZygotePool(t *testing.T, cfg PoolConfig) (*Pool, *zygote) {
+	t.Helper()
+	requireGCC(t)
+	cfg.Min = 1
+	cfg.Preambles = []string{testPreamble}
+	p := newTestPool(t, cfg)
+	waitFor(t, "a zygote", func() bool {
+		s := p.Stats()
+		if s.ZygoteOff != "" || s.ZygoteFailures > 0 {
+			t.Fatalf("no zygote: %+v", s)
+		}
+		return s.Zygotes > 0
+	})
+	return p, servingZygote(p)
+}
+
+func requireGCC(t *testing.T) {
+	t.Helper()
+	testenv.Require(t, "gcc", "xelatex", "pdfinfo", "pdftotext")
+}
+
+// servingZygote is the zygote testPreamble's children are forked from.
+func servingZygote(p *Pool) *zygote {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.profileLocked(testPreamble).zygotes.ready
+	if len(r) == 0 {
+		return nil
+	}
+	return r[0]
+}
+
+// child is a zygote's child started by a test, without a pool render
+// around it: its output lines arrive on lines.
+type child struct {
+	p     *proc
+	dir   string
+	mu    sync.Mutex
+	lines []string
+	news  chan struct{}
+}
+
+// forkTest forks a child of z in a new folder that typesets body, with
+// goTeX as its go.tex ("" for the usual one) and cpu seconds of CPU. The
+// body may wait with \openin on ./hold.tex, a FIFO, until release.
+func forkTest(t *testing.T, p *Pool, z *zygote, body, goTeX string, cpu uint64) *child {
+	t.Helper()
+	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-test-child-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := newNonce()
+	if goTeX == "" {
+		goTeX = childGo(time.Now(), nonce, 500)
+	}
+	if err := writeFile(dir, "body.tex", bodyFile(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(dir, "go.tex", goTeX); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "hold.tex"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	drv, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	c := &child{dir: dir, news: make(chan struct{}, 1)}
+	c.p, err = p.spawn(z, dir, drv, cpu, func(s string) {
+		c.mu.Lock()
+		c.lines = append(c.lines, s)
+		c.mu.Unlock()
+		select {
+		case c.news <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatalf("spawn: %v", err)
+	}
+	t.Cleanup(func() {
+		c.p.killGroup()
+		c.p.reap()
+	})
+	return c
+}
+
+// waitLine waits until the child printed a line containing s.
+func (c *child) waitLine(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		c.mu.Lock()
+		for _, l := range c.lines {
+			if strings.Contains(l, s) {
+				c.mu.Unlock()
+				return
+			}
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.news:
+		case <-c.p.exited:
+			time.Sleep(100 * time.Millisecond) // the last lines
+			c.mu.Lock()
+			found := strings.Contains(strings.Join(c.lines, "\n"), s)
+			c.mu.Unlock()
+			if !found {
+				t.Fatalf("child exited without printing %q:\n%s", s, c.p.output())
+			}
+			return
+		case <-deadline:
+			t.Fatalf("child printed no %q in 60 s:\n%s", s, c.p.output())
+		}
+	}
+}
+
+// line returns the first line containing prefix.
+func (c *child) line(prefix string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lines {
+		if i := strings.Index(l, prefix); i >= 0 {
+			return l[i:]
+		}
+	}
+	return ""
+}
+
+// release lets a child waiting on hold.tex go on.
+func (c *child) release(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(c.dir, "hold.tex"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("go on, go on\n"))
+	f.Close()
+}
+
+// finish releases the child (when it waits) and waits for its exit.
+func (c *child) finish(t *testing.T) *os.ProcessState {
+	t.Helper()
+	state, cause := c.p.wait(context.Background(), c.dir, 1<<30, nil, nil)
+	if cause != nil {
+		t.Fatalf("child: %v", cause)
+	}
+	return state
+}
+
+// encodings are the forms a string may take in XeTeX's memory: UTF-8
+// (stdio buffers, C strings), UTF-16 (the string pool) and UTF-32 (the
+// input buffer).
+func encodings(s string) [][]byte {
+	u8 := []byte(s)
+	var u16, u32 []byte
+	for _, r := range utf16.Encode([]rune(s)) {
+		u16 = append(u16, byte(r), byte(r>>8))
+	}
+	for _, r := range s {
+		u32 = append(u32, byte(r), byte(r>>8), byte(r>>16), byte(r>>24))
+	}
+	return [][]byte{u8, u16, u32}
+}
+
+// writable returns pid's writable mappings ("rw"), as [start, end) pairs
+// with their names.
+func writable(t *testing.T, pid int) (spans [][2]uint64, names []string) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatalf("maps: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 || !strings.HasPrefix(f[1], "rw") {
+			continue
+		}
+		var lo, hi uint64
+		fmt.Sscanf(f[0], "%x-%x", &lo, &hi)
+		name := ""
+		if len(f) >= 6 {
+			name = f[5]
+		}
+		spans = append(spans, [2]uint64{lo, hi})
+		names = append(names, name)
+	}
+	return spans, names
+}
+
+// scanMemory reads every writable mapping of pid through /proc/PID/mem and
+// calls fn with each mapping's bytes.
+func scanMemory(t *testing.T, pid int, fn func(name string, b []byte)) {
+	t.Helper()
+	spans, names := writable(t, pid)
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatalf("mem: %v", err)
+	}
+	defer mem.Close()
+	for i, s := range spans {
+		buf := make([]byte, s[1]-s[0])
+		n, _ := mem.ReadAt(buf, int64(s[0]))
+		fn(names[i], buf[:n])
+	}
+}
+
+// memoryHas reports whether pid's writable memory holds s in any of its
+// encodings.
+func memoryHas(t *testing.T, pid int, s string) bool {
+	t.Helper()
+	found := false
+	scanMemory(t, pid, func(_ string, b []byte) {
+		for _, e := range encodings(s) {
+			if bytes.Contains(b, e) {
+				found = true
+			}
+		}
+	})
+	return found
+}
+
+// memoryCopy copies pid's writable memory but its stack (where the shim
+// receives requests), mapping by mapping.
+func memoryCopy(t *testing.T, pid int) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	i := 0
+	scanMemory(t, pid, func(name string, b []byte) {
+		if name == "[stack]" {
+			return
+		}
+		out[fmt.Sprintf("%d %s (%d bytes)", i, name, len(b))] = b
+		i++
+	})
+	return out
+}
+
+// onlyRseq reports whether a and b differ only in what the kernel writes
+// by itself: the CPU number fields (cpu_id_start, cpu_id) of the thread's
+// rseq area, which glibc registers and the kernel updates whenever the
+// thread runs on another core.
+func onlyRseq(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	at := -1
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		if at < 0 {
+			at = i &^ 3
+			if at >= 4 && binary.LittleEndian.Uint32(a[at-4:]) == binary.LittleEndian.Uint32(a[at:]) {
+				at -= 4 // the difference starts at cpu_id: cpu_id_start is before it
+			}
+		}
+		if i >= at+8 || at+8 > len(a) {
+			return false
+		}
+	}
+	cpus := uint32(runtime.NumCPU())
+	for _, m := range [][]byte{a, b} {
+		start, id := binary.LittleEndian.Uint32(m[at:]), binary.LittleEndian.Uint32(m[at+4:])
+		if start != id || id >= cpus {
+			return false
+		}
+	}
+	return true
+}
+
+// firstDiff describes where a and b first differ.
+func firstDiff(a, b []byte) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			hi := min(i+32, len(a), len(b))
+			return fmt.Sprintf("at %#x: %x -> %x", i, a[i:hi], b[i:hi])
+		}
+	}
+	return fmt.Sprintf("length %d -> %d", len(a), len(b))
+}
+
+// folderState lists dir's files with their sizes, modes and content hashes.
+func folderState(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(&b, "%s %v %d", rel, info.Mode(), info.Size())
+		if info.Mode().IsRegular() {
+			data, _ := os.ReadFile(path)
+			fmt.Fprintf(&b, " %x", sha256.Sum256(data))
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	return b.String()
+}
+
+const hold = `\openin15=./hold.tex \closein15 `
+
+// report prints what a child sees of the state other children may try to
+// change.
+const report = `\immediate\write16{REPORT fd=\the\fontdimen2\font\space sec=\the\csname c@section\endcsname\space cat=\the\catcode` + "`" + `\Q\space zz=\ifdefined\outprintzz y\else n\fi\space nf=\ifdefined\outprintnewfont y\else n\fi\space secret=\ifdefined\outprintsecret y\else n\fi\space font=\fontname\font\space time=\the\time}\message{}`
+
+// TestZygoteIsolation: nothing a child does reaches the zygote or another
+// child: not a macro, font parameter, count, catcode, font or file, and
+// not a byte of memory.
+func TestZygoteIsolation(t *testing.T) {
+	p, z := newZygotePool(t, PoolConfig{})
+	zdir := z.dir
+	folder0 := folderState(t, zdir)
+	// The first fork binds the shim's calls (the dynamic linker writes
+	// its tables once); the zygote's memory is compared from then on.
+	forkTest(t, p, z, "first", "", 30).finish(t)
+	mem0 := memoryCopy(t, z.p.pid)
+
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", z.p.pid)); err != nil || !strings.Contains(string(b), "\nThreads:\t1\n") {
+		t.Errorf("zygote status (err %v) does not say one thread:\n%s", err, b)
+	}
+
+	secret := "S3cr3t" + newNonce() + newNonce()
+	a := forkTest(t, p, z, `\def\outprintsecret{`+secret+`}\immediate\write16{A-has-it}\message{}`+hold+"\n"+report, "", 30)
+	a.waitLine(t, "A-has-it")
+	b := forkTest(t, p, z, report+hold, "", 30)
+	b.waitLine(t, "REPORT")
+
+	if !memoryHas(t, a.p.pid, secret) {
+		t.Fatalf("the memory scan finds the secret in A's memory: it cannot prove anything")
+	}
+	if memoryHas(t, b.p.pid, secret) {
+		t.Errorf("B's memory holds A's secret")
+	}
+	if memoryHas(t, z.p.pid, secret) {
+		t.Errorf("the zygote's memory holds A's secret")
+	}
+	if got := b.line("REPORT"); !strings.Contains(got, "secret=n") {
+		t.Errorf("B sees A's macro: %s", got)
+	}
+
+	// Only the expected fds: stdin /dev/null, the output pipe, the
+	// driver (here /dev/null), and regular files of its own folder or
+	// read-only inputs; nothing of the zygote's but its main.tex.
+	fdDir := fmt.Sprintf("/proc/%d/fd", b.p.pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		fd, _ := strconv.Atoi(e.Name())
+		target, _ := os.Readlink(filepath.Join(fdDir, e.Name()))
+		info, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", b.p.pid, fd))
+		flags := ""
+		for _, l := range strings.Split(string(info), "\n") {
+			if strings.HasPrefix(l, "flags:") {
+				flags = strings.TrimSpace(l[6:])
+			}
+		}
+		fl, _ := strconv.ParseInt(flags, 8, 64)
+		ok := false
+		switch {
+		case fd == 0 || fd == 3:
+			ok = target == os.DevNull
+		case fd == 1 || fd == 2:
+			ok = strings.HasPrefix(target, "pipe:")
+		case strings.HasPrefix(target, b.dir+"/"):
+			ok = true
+		case target == filepath.Join(zdir, "main.tex"):
+			ok = fl&unix.O_ACCMODE == unix.O_RDONLY
+		case strings.HasPrefix(target, "/") && !strings.HasPrefix(target, zdir):
+			ok = fl&unix.O_ACCMODE == unix.O_RDONLY
+		}
+		if !ok {
+			t.Errorf("child fd %d -> %s (flags %s) is not expected", fd, target, flags)
+		}
+	}
+
+	// openin_any=p holds in a child: no reading A's folder.
+	e := forkTest(t, p, z, `\openin14=../`+filepath.Base(a.dir)+`/body.tex \ifeof14 \immediate\write16{E-refused-rel}\fi
+\openin13=`+a.dir+`/body.tex \ifeof13 \immediate\write16{E-refused-abs}\fi`, "", 30)
+	e.finish(t)
+	if e.line("E-refused-rel") == "" || e.line("E-refused-abs") == "" {
+		t.Errorf("a child read another child's folder:\n%s", e.p.output())
+	}
+
+	// R reports the state before C; C changes it; D, forked after C
+	// ended, must report what R did.
+	r := forkTest(t, p, z, report, "", 30)
+	r.finish(t)
+	c := forkTest(t, p, z, `\global\fontdimen2\font=7.77pt
+\global\csname c@section\endcsname=41
+\global\catcode`+"`"+`\Q=12
+\gdef\outprintzz{changed}
+\global\font\outprintnewfont="Noto Sans" at 9pt \setbox0\hbox{\outprintnewfont x}
+\immediate\openout5=c-wrote.tex \immediate\write5{c}\immediate\closeout5
+`+report, "", 30)
+	c.finish(t)
+	d := forkTest(t, p, z, report, "", 30)
+	d.finish(t)
+	before, changed, after := r.line("REPORT"), c.line("REPORT"), d.line("REPORT")
+	strip := func(s string) string { return s[:strings.Index(s, " time=")] }
+	if before == "" || changed == "" || after == "" {
+		t.Fatalf("missing reports: R %q, C %q, D %q", before, changed, after)
+	}
+	for _, want := range []string{"fd=7.77pt", "sec=41", "cat=12", "zz=y", "nf=y"} {
+		if !strings.Contains(changed, want) {
+			t.Errorf("C's report %q lacks %q: its changes did not happen", changed, want)
+		}
+	}
+	if strip(after) != strip(before) {
+		t.Errorf("D sees C's changes:\nbefore C: %s\nafter C:  %s", before, after)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "c-wrote.tex")); err != nil {
+		t.Errorf("C's file is not in C's folder: %v", err)
+	}
+	for _, dir := range []string{d.dir, zdir} {
+		if _, err := os.Stat(filepath.Join(dir, "c-wrote.tex")); err == nil {
+			t.Errorf("C's file is in %s", dir)
+		}
+	}
+
+	a.release(t)
+	a.finish(t)
+	b.release(t)
+	b.finish(t)
+	if got := folderState(t, zdir); got != folder0 {
+		t.Errorf("the zygote's folder changed:\nbefore:\n%s\nafter:\n%s", folder0, got)
+	}
+	mem1 := memoryCopy(t, z.p.pid)
+	for k, v := range mem0 {
+		if !bytes.Equal(mem1[k], v) && !onlyRseq(v, mem1[k]) {
+			t.Errorf("the zygote's memory changed in mapping %s: %s", k, firstDiff(v, mem1[k]))
+		}
+	}
+	if len(mem0) != len(mem1) {
+		t.Errorf("the zygote has %d writable mappings, had %d", len(mem1), len(mem0))
+	}
+}
+
+// TestZygoteChildren: killing a child's group spares its siblings and the
+// zygote; an endless loop dies of its CPU limit; \time and the date come
+// from the server's go.tex, not from the zygote's start.
+func TestZygoteChildren(t *testing.T) {
+	p, z := newZygotePool(t, PoolConfig{})
+	a := forkTest(t, p, z, `\immediate\write16{A-up}\message{}`+hold, "", 30)
+	b := forkTest(t, p, z, `\immediate\write16{B-up}\message{}`+hold+`\immediate\write16{B-done}`, "", 30)
+	a.waitLine(t, "A-up")
+	b.waitLine(t, "B-up")
+	a.p.killGroup()
+	st := a.p.reap()
+	if ws := st.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("A ended with %v, want killed", st)
+	}
+	if !running(b.p.pid) || !running(z.p.pid) {
+		t.Fatalf("killing A's group killed B (%v) or the zygote (%v)", running(b.p.pid), running(z.p.pid))
+	}
+	b.release(t)
+	if st := b.finish(t); !st.Success() || b.line("B-done") == "" {
+		t.Errorf("B after A was killed: %v\n%s", st, b.p.output())
+	}
+
+	loop := forkTest(t, p, z, `\loop\iftrue\repeat`, "", 1)
+	st, cause := loop.p.wait(context.Background(), loop.dir, 1<<30, nil, nil)
+	if cause != nil {
+		t.Fatal(cause)
+	}
+	if err := classify(nil, st, logInfo{}, loop.p.output(), loop.dir); !errors.Is(err, ErrTimeout) {
+		t.Errorf("endless loop ended with %v (%v), want ErrTimeout from its CPU limit", st, err)
+	}
+	if cpu := loop.p.cpu(); cpu < 900*time.Millisecond || cpu > 5*time.Second {
+		t.Errorf("endless loop used %v of CPU, want about its 1 s limit", cpu)
+	}
+
+	nonce := newNonce()
+	then := time.Date(2031, time.May, 17, 13, 37, 0, 0, time.UTC)
+	clock := forkTest(t, p, z, `\immediate\write16{CLOCK \the\year-\the\month-\the\day\space\the\time}`, childGo(then, nonce, 500), 30)
+	clock.finish(t)
+	if got, want := clock.line("CLOCK"), "CLOCK 2031-5-17 817"; got != want {
+		t.Errorf("child's clock = %q, want %q (from its go.tex)", got, want)
+	}
+	if !running(z.p.pid) {
+		t.Errorf("the zygote died")
+	}
+}
+
+// TestZygotePoolRenders: renders through the pool are forked, with \time
+// fresh, and a child's crash retires its zygote at once.
+func TestZygotePoolRenders(t *testing.T) {
+	p, z := newZygotePool(t, PoolConfig{Zygote: ZygoteConfig{Forks: 3}})
+	waitFor(t, "a slot", func() bool { return p.Stats().Warm > 0 })
+	forked := p.Stats().Forked
+	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: `CLOCK \the\year-\the\month-\the\day-\the\time`})
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	now := time.Now()
+	if p.Stats().Forked != forked+1 {
+		t.Errorf("Forked = %d, want %d: the render was not a zygote's child", p.Stats().Forked, forked+1)
+	}
+	got := strings.TrimSpace(pdfText(t, res.PDF))
+	var ok bool
+	for _, at := range []time.Time{now, now.Add(-time.Minute)} {
+		if strings.HasPrefix(got, fmt.Sprintf("CLOCK %d-%d-%d-%d", at.Year(), at.Month(), at.Day(), at.Hour()*60+at.Minute())) {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("the render's clock %q is not now (%v)", got, now)
+	}
+	if res.WarmCPU >= res.CPU || res.CPU <= 0 {
+		t.Errorf("CPU %v, WarmCPU %v: want 0 <= WarmCPU < CPU", res.CPU, res.WarmCPU)
+	}
+
+	// A child killed by SIGSEGV retires its zygote at once.
+	z = servingZygote(p)
+	errs := startHungRender(t, context.Background(), p.Run, 60*time.Second)
+	var pid int
+	waitFor(t, "the hung child", func() bool {
+		for _, proc := range procsUnder(p.cfg.Runner.TempDir) {
+			if !strings.HasSuffix(proc, " xelatex") {
+				continue
+			}
+			n := pidsOf([]string{proc})[0]
+			if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", n)); strings.Contains(cwd, "outprint-warm-") {
+				if _, err := os.Stat(filepath.Join(cwd, "body.tex")); err == nil {
+					pid = n
+					return true
+				}
+			}
+		}
+		return false
+	})
+	retired := p.Stats().ZygotesRetired
+	unix.Kill(pid, unix.SIGSEGV)
+	if err := <-errs; err == nil {
+		t.Errorf("a render whose TeX died of SIGSEGV succeeded")
+	}
+	waitFor(t, "the zygote to retire", func() bool { return !running(z.p.pid) })
+	if got := p.Stats().ZygotesRetired; got <= retired {
+		t.Errorf("ZygotesRetired = %d, want more than %d", got, retired)
+	}
+
+	// Retirement after Forks children (3 here).
+	waitFor(t, "a zygote", func() bool { return p.Stats().Zygotes > 0 })
+	z = servingZygote(p)
+	for i := 0; i < 3; i++ {
+		if _, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "x"}); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	}
+	waitFor(t, "the zygote to retire after its forks", func() bool { return !running(z.p.pid) })
+}
+
+// TestZygoteDeathFallsBack: when its zygotes die, a running child
+// finishes its document, and renders go on with warm processes of their
+// own until a new zygote is ready.
+func TestZygoteDeathFallsBack(t *testing.T) {
+	p, _ := newZygotePool(t, PoolConfig{})
+	waitFor(t, "a spare zygote and a slot", func() bool { s := p.Stats(); return s.Zygotes == 2 && s.Warm > 0 })
+	shipped := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	var res *Result
+	go func() {
+		var err error
+		res, err = p.Run(context.Background(), Job{
+			Preamble: testPreamble,
+			Body:     "page one\\newpage\n\\count1=0 \\loop\\advance\\count1 1 \\ifnum\\count1<3000000 \\repeat page two\n",
+			Progress: func(int) { once.Do(func() { close(shipped) }) },
+		})
+		done <- err
+	}()
+	<-shipped
+	p.mu.Lock()
+	zs := append([]*zygote(nil), p.profileLocked(testPreamble).zygotes.ready...)
+	p.mu.Unlock()
+	for _, z := range zs {
+		unix.Kill(z.p.pid, unix.SIGKILL)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the running child failed when its zygote died: %v", err)
+	}
+	if pdfPages(t, res.PDF) != 2 || !strings.Contains(pdfText(t, res.PDF), "page two") {
+		t.Errorf("the running child's PDF is incomplete: %q", pdfText(t, res.PDF))
+	}
+	waitFor(t, "the zygotes' retirement", func() bool { return p.Stats().ZygotesRetired >= len(zs) })
+	for i := 0; i < 2; i++ {
+		res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "after"})
+		if err != nil {
+			t.Fatalf("Run after the zygotes died = %v", err)
+		}
+		if !strings.Contains(pdfText(t, res.PDF), "after") {
+			t.Errorf("text after the zygotes died: %q", pdfText(t, res.PDF))
+		}
+	}
+}
+
+// TestZygoteNoCompiler: without a C compiler the pool says why in its
+// figures and renders with warm processes of their own.
+func TestZygoteNoCompiler(t *testing.T) {
+	testenv.Require(t, "xelatex")
+	prog, _ := exec.LookPath("xelatex")
+	t.Setenv("PATH", t.TempDir())
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}, Runner: RunnerConfig{Program: prog}})
+	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "fallback"})
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	s := p.Stats()
+	if !strings.Contains(s.ZygoteOff, "C compiler") || s.Forked != 0 || s.Zygotes != 0 {
+		t.Errorf("Stats = %+v, want ZygoteOff naming the C compiler and nothing forked", s)
+	}
+	if !bytes.HasPrefix(res.PDF, []byte("%PDF-")) {
+		t.Errorf("no PDF")
+	}
+}
+
+// TestZygoteServerDeath: when the server dies, its zygotes, their children
+// and the children's xdvipdfmx die too. The server is this test binary
+// run again as a helper (TestZygoteHelperServer).
+func TestZygoteServerDeath(t *testing.T) {
+	requireGCC(t)
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestZygoteHelperServer$", "-test.v")
+	cmd.Env = append(os.Environ(), "OUTPRINT_ZYGOTE_HELPER="+tmp)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "PIDS ") {
+			for _, f := range strings.Fields(l)[1:] {
+				n, _ := strconv.Atoi(f)
+				pids = append(pids, n)
+			}
+			break
+		}
+	}
+	if len(pids) < 3 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper reported pids %v, want a zygote, a child and its xdvipdfmx at least", pids)
+	}
+	cmd.Process.Kill()
+	go io.Copy(io.Discard, out)
+	cmd.Wait()
+	waitFor(t, "every TeX process to die with the server", func() bool {
+		for _, pid := range pids {
+			if running(pid) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestZygoteHelperServer is the server TestZygoteServerDeath kills: it
+// starts a pool, a render that never ends, prints the pids of every TeX
+// process and waits to be killed. Outside that test it does nothing.
+func TestZygoteHelperServer(t *testing.T) {
+	tmp := os.Getenv("OUTPRINT_ZYGOTE_HELPER")
+	if tmp == "" {
+		return
+	}
+	p, err := NewPool(PoolConfig{Min: 1, Max: 2, Preambles: []string{testPreamble}, Runner: RunnerConfig{TempDir: tmp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two zygotes and a slot", func() bool { s := p.Stats(); return s.Zygotes == 2 && s.Warm > 0 })
+	startHungRender(t, context.Background(), p.Run, 60*time.Second)
+	var pids []string
+	for _, proc := range procsUnder(tmp) {
+		pids = append(pids, strings.Fields(proc)[0])
+	}
+	fmt.Printf("PIDS %s\n", strings.Join(pids, " "))
+	time.Sleep(10 * time.Minute)
+}
