@@ -13,8 +13,11 @@ cd "$(dirname "$0")/.."
 # unit-test deploy/prometheus and lint a scrape; Debian has no package of
 # promtool alone, and where systemd runs, the package also starts a
 # Prometheus server of its own, which outprint does not need), Chromium for
-# the web page's browser tests.
+# the web page's browser tests, gcc and libc6-dev for the TeX pool's zygote
+# shim (internal/tex/zygote/shim.c, built when the pool starts; without them
+# the pool warms every process itself).
 packages=(
+  gcc libc6-dev
   texlive-xetex texlive-latex-recommended texlive-latex-extra
   texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
   texlive-fonts-recommended lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola

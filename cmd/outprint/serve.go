@@ -444,6 +444,8 @@ func newEngine(cfg *config.Config, tmp string) (*engine, error) {
 			return metrics.PoolStats{
 				Warm: st.Warm, Busy: st.Busy, Warming: st.Warming, Started: uint64(st.Started),
 				Replaced: uint64(st.Replaced), Failures: uint64(st.Failures),
+				Zygotes: st.Zygotes, ZygoteForks: uint64(st.Forked),
+				ZygotesRetired: uint64(st.ZygotesRetired), Zygote: st.ZygoteOff == "",
 			}
 		},
 		close: func() {

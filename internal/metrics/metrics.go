@@ -46,6 +46,14 @@ type PoolStats struct {
 	Started  uint64 // processes started since the pool began
 	Replaced uint64 // processes replaced after use, death, hang or idle timeout
 	Failures uint64 // processes that failed to start or to warm up
+	// Zygotes are ready to fork warm processes; ZygoteForks counts the
+	// processes forked from them, ZygotesRetired the zygotes replaced.
+	// Zygote is false while the pool cannot fork (no C compiler, zygotes
+	// off): every warm process then warms up by itself.
+	Zygotes        int
+	ZygoteForks    uint64
+	ZygotesRetired uint64
+	Zygote         bool
 }
 
 // JobStats is the job table's state a scrape reports. The jobs package
@@ -344,13 +352,15 @@ type sourceCollector struct {
 	memory    atomic.Pointer[func() MemoryStats]
 	ready     atomic.Pointer[func() bool]
 
-	running, queued, slots, queueDepth *prometheus.Desc
-	warm, busy, warming                *prometheus.Desc
-	started, replaced                  *prometheus.Desc
-	failures                           *prometheus.Desc
-	jobsByState, oldestQueued          *prometheus.Desc
-	memoryUsed, memoryLimit            *prometheus.Desc
-	readyDesc                          *prometheus.Desc
+	running, queued, slots, queueDepth  *prometheus.Desc
+	warm, busy, warming                 *prometheus.Desc
+	started, replaced                   *prometheus.Desc
+	failures                            *prometheus.Desc
+	jobsByState, oldestQueued           *prometheus.Desc
+	memoryUsed, memoryLimit             *prometheus.Desc
+	readyDesc                           *prometheus.Desc
+	zygotes, zygoteForks, zygoteRetired *prometheus.Desc
+	zygoteOn                            *prometheus.Desc
 }
 
 func newSourceCollector() *sourceCollector {
@@ -358,21 +368,25 @@ func newSourceCollector() *sourceCollector {
 		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, subsystem, name), help, labels, nil)
 	}
 	return &sourceCollector{
-		running:      d("admission", "running", "Renders holding an admission slot."),
-		queued:       d("admission", "queued", "Render requests waiting in the admission queue."),
-		slots:        d("admission", "slots", "Configured admission slots (admission.slots)."),
-		queueDepth:   d("admission", "queue_depth", "Configured admission queue depth (admission.queueDepth)."),
-		warm:         d("tex_pool", "warm", "Warm TeX processes idle and ready for a document."),
-		busy:         d("tex_pool", "busy", "TeX processes typesetting a document."),
-		warming:      d("tex_pool", "warming", "TeX processes starting up: loading the format and fonts before they can take a document."),
-		started:      d("tex_pool", "started_total", "TeX processes the pool started."),
-		replaced:     d("tex_pool", "replaced_total", "TeX processes the pool replaced after use, death, hang or idle timeout."),
-		failures:     d("tex_pool", "failures_total", "TeX processes that failed to start or warm up."),
-		jobsByState:  d("", "jobs", "Jobs in the job table, by state.", "state"),
-		oldestQueued: d("jobs", "oldest_queued_age_seconds", "Age of the oldest queued job, 0 when none is queued."),
-		memoryUsed:   d("memory", "used_bytes", "Memory used by the service's cgroup (outprint and its TeX processes), else by the machine."),
-		memoryLimit:  d("memory", "limit_bytes", "Memory limit of the service's cgroup, else the machine's memory."),
-		readyDesc:    d("", "ready", "1 when the service can render (the check behind /readyz passes), else 0."),
+		running:       d("admission", "running", "Renders holding an admission slot."),
+		queued:        d("admission", "queued", "Render requests waiting in the admission queue."),
+		slots:         d("admission", "slots", "Configured admission slots (admission.slots)."),
+		queueDepth:    d("admission", "queue_depth", "Configured admission queue depth (admission.queueDepth)."),
+		warm:          d("tex_pool", "warm", "Warm TeX processes idle and ready for a document."),
+		busy:          d("tex_pool", "busy", "TeX processes typesetting a document."),
+		warming:       d("tex_pool", "warming", "TeX processes starting up: loading the format and fonts before they can take a document."),
+		started:       d("tex_pool", "started_total", "TeX processes the pool started."),
+		replaced:      d("tex_pool", "replaced_total", "TeX processes the pool replaced after use, death, hang or idle timeout."),
+		failures:      d("tex_pool", "failures_total", "TeX processes that failed to start or warm up."),
+		jobsByState:   d("", "jobs", "Jobs in the job table, by state.", "state"),
+		oldestQueued:  d("jobs", "oldest_queued_age_seconds", "Age of the oldest queued job, 0 when none is queued."),
+		memoryUsed:    d("memory", "used_bytes", "Memory used by the service's cgroup (outprint and its TeX processes), else by the machine."),
+		memoryLimit:   d("memory", "limit_bytes", "Memory limit of the service's cgroup, else the machine's memory."),
+		readyDesc:     d("", "ready", "1 when the service can render (the check behind /readyz passes), else 0."),
+		zygotes:       d("tex_pool", "zygotes", "Zygotes ready to fork warm TeX processes."),
+		zygoteForks:   d("tex_pool", "zygote_forks_total", "Warm TeX processes forked from a zygote (no warm-up of their own)."),
+		zygoteRetired: d("tex_pool", "zygotes_retired_total", "Zygotes replaced after their fork count, lifetime, a crashed child, death or idleness."),
+		zygoteOn:      d("tex_pool", "zygote_enabled", "1 when warm TeX processes are forked from zygotes, 0 when each warms up by itself (fallback)."),
 	}
 }
 
@@ -381,6 +395,7 @@ func (s *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 		s.running, s.queued, s.slots, s.queueDepth,
 		s.warm, s.busy, s.warming, s.started, s.replaced, s.failures,
 		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit, s.readyDesc,
+		s.zygotes, s.zygoteForks, s.zygoteRetired, s.zygoteOn,
 	} {
 		ch <- d
 	}
@@ -408,6 +423,14 @@ func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(s.started, p.Started)
 		counter(s.replaced, p.Replaced)
 		counter(s.failures, p.Failures)
+		gauge(s.zygotes, float64(p.Zygotes))
+		counter(s.zygoteForks, p.ZygoteForks)
+		counter(s.zygoteRetired, p.ZygotesRetired)
+		on := 0.0
+		if p.Zygote {
+			on = 1
+		}
+		gauge(s.zygoteOn, on)
 	}
 	if f := s.jobs.Load(); f != nil {
 		j := (*f)()

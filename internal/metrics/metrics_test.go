@@ -54,7 +54,7 @@ func TestSources(t *testing.T) {
 	adm := AdmissionStats{Slots: 2, QueueDepth: 4, Running: 2, Queued: 3}
 	m.SetAdmissionSource(func() AdmissionStats { return adm })
 	m.SetPoolSource(func() PoolStats {
-		return PoolStats{Warm: 1, Busy: 2, Warming: 1, Started: 10, Replaced: 7, Failures: 1}
+		return PoolStats{Warm: 1, Busy: 2, Warming: 1, Started: 10, Replaced: 7, Failures: 1, Zygotes: 2, ZygoteForks: 40, ZygotesRetired: 1, Zygote: true}
 	})
 	m.SetJobSource(func() JobStats {
 		return JobStats{Queued: 5, Running: 1, Succeeded: 20, Failed: 2, Cancelled: 3, OldestQueued: 90 * time.Second}
@@ -100,12 +100,26 @@ outprint_tex_pool_warm 1
 # HELP outprint_tex_pool_warming TeX processes starting up: loading the format and fonts before they can take a document.
 # TYPE outprint_tex_pool_warming gauge
 outprint_tex_pool_warming 1
+# HELP outprint_tex_pool_zygote_enabled 1 when warm TeX processes are forked from zygotes, 0 when each warms up by itself (fallback).
+# TYPE outprint_tex_pool_zygote_enabled gauge
+outprint_tex_pool_zygote_enabled 1
+# HELP outprint_tex_pool_zygote_forks_total Warm TeX processes forked from a zygote (no warm-up of their own).
+# TYPE outprint_tex_pool_zygote_forks_total counter
+outprint_tex_pool_zygote_forks_total 40
+# HELP outprint_tex_pool_zygotes Zygotes ready to fork warm TeX processes.
+# TYPE outprint_tex_pool_zygotes gauge
+outprint_tex_pool_zygotes 2
+# HELP outprint_tex_pool_zygotes_retired_total Zygotes replaced after their fork count, lifetime, a crashed child, death or idleness.
+# TYPE outprint_tex_pool_zygotes_retired_total counter
+outprint_tex_pool_zygotes_retired_total 1
 `
 	names := []string{
 		"outprint_admission_queue_depth", "outprint_admission_queued", "outprint_admission_running", "outprint_admission_slots",
 		"outprint_jobs", "outprint_jobs_oldest_queued_age_seconds",
 		"outprint_tex_pool_busy", "outprint_tex_pool_failures_total", "outprint_tex_pool_replaced_total",
 		"outprint_tex_pool_started_total", "outprint_tex_pool_warm", "outprint_tex_pool_warming",
+		"outprint_tex_pool_zygote_enabled", "outprint_tex_pool_zygote_forks_total", "outprint_tex_pool_zygotes",
+		"outprint_tex_pool_zygotes_retired_total",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
