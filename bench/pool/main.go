@@ -3,7 +3,9 @@
 //
 //	warm     outprint's render pipeline with the warm tex.Pool (end to end:
 //	         Markdown, images, TeX, checks), a warm process ready before
-//	         each render
+//	         each render: a child forked from the profile's zygote
+//	nozyg    the same with zygotes off: every warm process warms up by
+//	         itself (the pool before zygotes, and its fallback)
 //	cold     the same pipeline with the cold tex.Runner
 //	floor    the engine floor: the warm process's own time from "go" to the
 //	         PDF written (tex.Result.Engine)
@@ -11,11 +13,16 @@
 //
 // with the ratios, and CPU seconds per render: for warm renders the CPU of
 // every child process from the render's start until its replacement is
-// warm again, so the warm-up a render causes is paid by it.
+// warm again, so the warm-up a render causes is paid by it, plus what the
+// zygotes spent meanwhile (the forks; their warm-ups are in the saturation
+// figures).
 //
 // With -saturate D it then renders the first document from as many clients
-// as the pool has processes for D and prints renders per second, CPU
-// seconds per render and whether every PDF was complete.
+// as the pool has processes for D, with zygotes and without, and prints
+// renders per second, CPU seconds per render (every TeX process's, zygotes
+// included) and whether every PDF was complete. The machine may be shared:
+// CPU seconds per render are the steadier figure; renders per second
+// depend on what else runs.
 //
 // It is a benchmark, not a test: nothing here asserts a time.
 //
@@ -90,6 +97,11 @@ func main() {
 		fail(err)
 	}
 	defer pool.Close(context.Background())
+	pool0, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: tmp}, Zygote: tex.ZygoteConfig{Off: true}})
+	if err != nil {
+		fail(err)
+	}
+	defer pool0.Close(context.Background())
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: tmp})
 	if err != nil {
 		fail(err)
@@ -97,11 +109,12 @@ func main() {
 	warmEngine := &recorder{engine: pool}
 	coldEngine := &recorder{engine: runner}
 	warm := render.New(render.Config{Engine: warmEngine, TempDir: tmp})
+	warm0 := render.New(render.Config{Engine: &recorder{engine: pool0}, TempDir: tmp})
 	cold := render.New(render.Config{Engine: coldEngine, TempDir: tmp})
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	pandocFallback := false
-	fmt.Fprintln(w, "document\tpages\truns\twarm (s)\tcold (s)\tfloor (s)\tpandoc (s)\twarm/pandoc\tcold/pandoc\twarm/floor\tCPU s warm\tCPU s cold\tCPU s pandoc\twarm = cold\t")
+	fmt.Fprintln(w, "document\tpages\truns\twarm (s)\tnozyg (s)\tcold (s)\tfloor (s)\tpandoc (s)\twarm/pandoc\tcold/pandoc\twarm/floor\tCPU s warm\tCPU s nozyg\tCPU s cold\tCPU s pandoc\twarm = cold\t")
 	for _, doc := range flag.Args() {
 		req, err := request(doc)
 		if err != nil {
@@ -111,23 +124,35 @@ func main() {
 		// preamble (format built, a process warm), caches fill.
 		cold.Do(context.Background(), req, nil)
 		warm.Do(context.Background(), req, nil)
+		warm0.Do(context.Background(), req, nil)
+		settle(pool)
+		settle(pool0)
+		// The zygote's process, whose children the first renders were
+		// not, is used up: from here on every render is forked.
+		warm.Do(context.Background(), req, nil)
 		settle(pool)
 
-		ws := measure(*runs, func() sample {
-			cpu0 := childCPU()
-			start := time.Now()
-			res, err := warm.Do(context.Background(), req, nil)
-			wall := time.Since(start)
-			if err != nil {
-				return sample{err: err}
+		warmSample := func(pipe *render.Pipeline, pl *tex.Pool, rec *recorder) func() sample {
+			return func() sample {
+				cpu0, z0 := childCPU(), pl.Stats().ZygoteCPU
+				start := time.Now()
+				res, err := pipe.Do(context.Background(), req, nil)
+				wall := time.Since(start)
+				if err != nil {
+					return sample{err: err}
+				}
+				settle(pl) // the replacement's warm-up belongs to this render
+				s := sample{wall: wall, cpu: childCPU() - cpu0 + pl.Stats().ZygoteCPU - z0, pages: res.Pages, runs: res.Runs, pdf: res.PDF}
+				if rec != nil {
+					if last := rec.lastResult(); last != nil {
+						s.floor = last.Engine
+					}
+				}
+				return s
 			}
-			settle(pool) // the replacement's warm-up belongs to this render
-			s := sample{wall: wall, cpu: childCPU() - cpu0, pages: res.Pages, runs: res.Runs, pdf: res.PDF}
-			if last := warmEngine.lastResult(); last != nil {
-				s.floor = last.Engine
-			}
-			return s
-		})
+		}
+		ws := measure(*runs, warmSample(warm, pool, warmEngine))
+		w0 := measure(*runs, warmSample(warm0, pool0, nil))
 		cs := measure(*runs, func() sample {
 			cpu0 := childCPU()
 			start := time.Now()
@@ -151,12 +176,13 @@ func main() {
 				}
 			}
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
-			ws.pages, ws.runs, secs(ws.wall, ws.err), secs(cs.wall, cs.err), secs(ws.floor, ws.err), secs(ps.wall, ps.err)+mark,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
+			ws.pages, ws.runs, secs(ws.wall, ws.err), secs(w0.wall, w0.err), secs(cs.wall, cs.err), secs(ws.floor, ws.err), secs(ps.wall, ps.err)+mark,
 			ratio(ws.wall, ps.wall, ws.err, ps.err), ratio(cs.wall, ps.wall, cs.err, ps.err), ratio(ws.wall, ws.floor, ws.err, nil),
-			secs(ws.cpu, ws.err), secs(cs.cpu, cs.err), secs(ps.cpu, ps.err), same(ws, cs))
+			secs(ws.cpu, ws.err), secs(w0.cpu, w0.err), secs(cs.cpu, cs.err), secs(ps.cpu, ps.err), same(ws, cs))
 	}
 	w.Flush()
+	fmt.Println("warm: a zygote's child; nozyg: zygotes off, each warm process warms up by itself (the pool before zygotes)")
 	fmt.Println("renders after each document's first reuse its converted SVGs (render's SVG cache); a new SVG adds one rsvg-convert run, ~40 ms here")
 	if pandocFallback {
 		fmt.Println("* pandoc failed on the document as it is (it reads Outline's literal \\n as a TeX command); timed with -f markdown-raw_tex")
@@ -167,19 +193,22 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		saturation(warm, pool, req, *saturate)
+		fmt.Println()
+		fmt.Println("saturation (CPU s/render counts every TeX process, zygotes included; the machine may be shared, so renders/s is the noisier figure):")
+		saturation("zygote", warm, pool, req, *saturate)
+		saturation("nozyg ", warm0, pool0, req, *saturate)
 	}
 }
 
 // saturation renders req from as many clients as the pool may run
 // processes, for d.
-func saturation(p *render.Pipeline, pool *tex.Pool, req render.Request, d time.Duration) {
+func saturation(name string, p *render.Pipeline, pool *tex.Pool, req render.Request, d time.Duration) {
 	clients := tex.DefaultPoolMax()
 	var done, bad atomic.Int64
 	var wg sync.WaitGroup
 	settle(pool)
 	stats0 := pool.Stats()
-	cpu0 := childCPU()
+	cpu0 := childCPU() + stats0.ZygoteCPU
 	start := time.Now()
 	deadline := start.Add(d)
 	for range clients {
@@ -199,13 +228,13 @@ func saturation(p *render.Pipeline, pool *tex.Pool, req render.Request, d time.D
 	wg.Wait()
 	elapsed := time.Since(start)
 	settle(pool)
-	cpu := childCPU() - cpu0
-	n := done.Load()
-	fmt.Printf("\nsaturation: %s from %d clients for %s: %d renders, %.2f renders/s, %.3f CPU s/render (warm-ups included), %d incomplete or failed\n",
-		filepath.Base(req.Name), clients, d, n, float64(n)/elapsed.Seconds(), cpu.Seconds()/float64(max(n, 1)), bad.Load())
 	stats := pool.Stats()
-	fmt.Printf("pool: %d processes started for %d renders (%d warm at the end), %d failures\n",
-		stats.Started-stats0.Started, n, stats.Warm, stats.Failures-stats0.Failures)
+	cpu := childCPU() + stats.ZygoteCPU - cpu0
+	n := done.Load()
+	fmt.Printf("%s: %s from %d clients for %s: %d renders, %.2f renders/s, %.3f CPU s/render (warm-ups included), %d incomplete or failed\n",
+		name, filepath.Base(req.Name), clients, d, n, float64(n)/elapsed.Seconds(), cpu.Seconds()/float64(max(n, 1)), bad.Load())
+	fmt.Printf("        %d processes started, %d forked from zygotes, for %d renders (%d warm at the end), %d failures, %d zygotes retired\n",
+		stats.Started-stats0.Started, stats.Forked-stats0.Forked, n, stats.Warm, stats.Failures-stats0.Failures, stats.ZygotesRetired-stats0.ZygotesRetired)
 }
 
 // same says whether the warm and the cold PDF have the same text and page
