@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -209,6 +210,7 @@ func saturation(name string, p *render.Pipeline, pool *tex.Pool, req render.Requ
 	settle(pool)
 	stats0 := pool.Stats()
 	cpu0 := childCPU() + stats0.ZygoteCPU
+	self0 := selfCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	for range clients {
@@ -230,9 +232,13 @@ func saturation(name string, p *render.Pipeline, pool *tex.Pool, req render.Requ
 	settle(pool)
 	stats := pool.Stats()
 	cpu := childCPU() + stats.ZygoteCPU - cpu0
+	self := selfCPU() - self0
 	n := done.Load()
 	fmt.Printf("%s: %s from %d clients for %s: %d renders, %.2f renders/s, %.3f CPU s/render (warm-ups included), %d incomplete or failed\n",
 		name, filepath.Base(req.Name), clients, d, n, float64(n)/elapsed.Seconds(), cpu.Seconds()/float64(max(n, 1)), bad.Load())
+	per := (cpu + self).Seconds() / float64(max(n, 1))
+	fmt.Printf("        all CPU incl. this process (Markdown, images, checks, pool): %.3f s/render: at most %.1f renders/s on %d cores\n",
+		per, float64(runtime.NumCPU())/per, runtime.NumCPU())
 	fmt.Printf("        %d processes started, %d forked from zygotes, for %d renders (%d warm at the end), %d failures, %d zygotes retired\n",
 		stats.Started-stats0.Started, stats.Forked-stats0.Forked, n, stats.Warm, stats.Failures-stats0.Failures, stats.ZygotesRetired-stats0.ZygotesRetired)
 }
@@ -307,6 +313,13 @@ func pandoc(doc, tmp string, extra ...string) sample {
 		s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return s
+}
+
+// selfCPU is the CPU time of this process so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // childCPU is the CPU time of every reaped child of this process so far.
