@@ -345,7 +345,14 @@ func outlineTitles(t *testing.T, pdf []byte) []string {
 // exactly as a cold render makes them: same text, pages, bookmarks.
 func TestPoolMatchesCold(t *testing.T) {
 	testenv.Require(t, "qpdf")
-	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	// Warm processes of their own; TestZygoteMatchesCold has forked ones.
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}, Zygote: ZygoteConfig{Off: true}})
+	matchesCold(t, p, false)
+}
+
+// matchesCold renders one- and two-run documents with p and with a cold
+// runner and compares them. forked: every TeX run must be a zygote's child.
+func matchesCold(t *testing.T, p *Pool, forked bool) {
 	r := newTestRunner(t, RunnerConfig{})
 	long := strings.Repeat("Filler text that makes the sections long enough to move across pages. ", 60)
 	tests := []struct {
@@ -364,9 +371,16 @@ func TestPoolMatchesCold(t *testing.T) {
 			if err != nil {
 				t.Fatalf("cold Run = %v", err)
 			}
+			if forked {
+				waitFor(t, "a slot", func() bool { return newestIsSlot(p) })
+			}
+			forks := p.Stats().Forked
 			warm, err := p.Run(context.Background(), job)
 			if err != nil {
 				t.Fatalf("warm Run = %v", err)
+			}
+			if n := p.Stats().Forked - forks; forked && n != warm.Runs {
+				t.Errorf("%d of %d TeX runs were forked from a zygote, want all", n, warm.Runs)
 			}
 			if cold.Runs != tt.runs || warm.Runs != tt.runs {
 				t.Errorf("Runs: cold %d, warm %d, want %d", cold.Runs, warm.Runs, tt.runs)

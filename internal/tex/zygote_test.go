@@ -497,6 +497,14 @@ func TestZygoteIsolation(t *testing.T) {
 	}
 }
 
+// TestZygoteMatchesCold: zygote children typeset one- and two-run
+// documents as a cold run does: text, pages, bookmarks.
+func TestZygoteMatchesCold(t *testing.T) {
+	testenv.Require(t, "qpdf")
+	p, _ := newZygotePool(t, PoolConfig{})
+	matchesCold(t, p, true)
+}
+
 // TestZygoteChildren: killing a child's group spares its siblings and the
 // zygote; an endless loop dies of its CPU limit; \time and the date come
 // from the server's go.tex, not from the zygote's start.
