@@ -80,6 +80,11 @@ var ErrPoolClosed = errors.New("tex pool closed")
 // gets a format and warm processes of its own, so preambles must come from
 // a small set (the profiles). Run is safe for concurrent use.
 //
+// With zygotes (the default, see zygote.go) a warm process is not warmed
+// by itself: it is forked, when its document is there, from the profile's
+// zygote, which did the warm-up once; until a zygote is ready, or when
+// none can run, processes warm up by themselves as described here.
+//
 // A document that needs a second run (table of contents, references) gets
 // a second process: the first run's .aux and .toc files are copied into its
 // folder; it reads the .aux by hand after the wait, because its

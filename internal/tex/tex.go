@@ -8,7 +8,9 @@
 // one-shot command line). A Pool keeps XeLaTeX processes warm: started ahead
 // of time, past the preamble and \begin{document} with the fonts loaded,
 // waiting for the document; each typesets exactly one document and is then
-// replaced (long-lived servers and the benchmark).
+// replaced (long-lived servers and the benchmark). Warm processes are forked
+// from a zygote that did the warm-up once (a preloaded C shim, built with
+// the machine's C compiler), or warm up by themselves when that cannot run.
 //
 // # The LaTeX contract
 //
