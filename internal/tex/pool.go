@@ -430,7 +430,7 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	out.cpu = pr.cpu()
 	out.maxRSS = pr.maxRSS()
 	if zyg != nil && crashed(state) {
-		p.retireZygote(zyg, fmt.Sprintf("a child died of %v", state))
+		p.retireZygote(zyg)
 	}
 	li, logText := readLog(wp.dir, wp.nonce)
 	out.li, out.log = li, logText

@@ -99,7 +99,6 @@ type zygote struct {
 	// too many forks, a child crashed, the pool closes.
 	retire     chan struct{}
 	retireOnce sync.Once
-	why        string // why it retired (under Pool.mu)
 
 	mu    sync.Mutex // serializes fork requests
 	forks int        // under mu

@@ -234,13 +234,8 @@ watch:
 	p.mu.Unlock()
 }
 
-// retireZygote retires z at once.
-func (p *Pool) retireZygote(z *zygote, why string) {
-	p.mu.Lock()
-	z.why = why
-	p.mu.Unlock()
-	z.doRetire()
-}
+// retireZygote retires z at once; its tending goroutine replaces it.
+func (p *Pool) retireZygote(z *zygote) { z.doRetire() }
 
 // warmSlot readies wp as a slot for a zygote's child: a scratch folder
 // and a pre-started xdvipdfmx waiting on a pipe, whose write end becomes
@@ -308,7 +303,7 @@ func (p *Pool) forkChild(wp *warmProc, maxPages int) (*proc, *zygote, error) {
 			wp.driverW.Close()
 		}
 		if errors.Is(err, errZygoteGone) {
-			p.retireZygote(z, err.Error())
+			p.retireZygote(z)
 			continue
 		}
 		if err != nil {
@@ -321,7 +316,7 @@ func (p *Pool) forkChild(wp *warmProc, maxPages int) (*proc, *zygote, error) {
 		n := z.forks
 		z.mu.Unlock()
 		if n >= p.cfg.Zygote.Forks {
-			p.retireZygote(z, "fork count")
+			p.retireZygote(z)
 		}
 		child.follower = wp.p
 		return child, z, nil
