@@ -257,6 +257,11 @@ static void serve(void) {
             continue;
         }
         fflush(NULL);
+        /* Not fork(): glibc's fork cannot make the server the parent.
+         * The raw clone skips glibc's fork handlers, which matters not
+         * in a process with one thread and no lock held here; the thread
+         * id glibc caches stays the zygote's, which raise() and abort()
+         * do not use (they ask the kernel, glibc >= 2.34). */
         long pid = syscall(SYS_clone, (unsigned long)(CLONE_PARENT | SIGCHLD), 0L, 0L, 0L, 0L);
         if (pid == 0) {
             child(&r, fds, server);
