@@ -307,10 +307,7 @@ func onlyRseq(a, b []byte) bool {
 			continue
 		}
 		if at < 0 {
-			at = i &^ 3
-			if at >= 4 && binary.LittleEndian.Uint32(a[at-4:]) == binary.LittleEndian.Uint32(a[at:]) {
-				at -= 4 // the difference starts at cpu_id: cpu_id_start is before it
-			}
+			at = i &^ 31 // struct rseq is 32-byte aligned; the two fields lead it
 		}
 		if i >= at+8 || at+8 > len(a) {
 			return false
