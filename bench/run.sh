@@ -35,3 +35,7 @@ echo "== forms (bench/forms): fill and flatten a two-page form, outprint (warm p
 echo "   same form and values (every text field, five scripts), same run; target >= 3x pdftk's fills/s"
 echo "   then 1,000 fills as durable jobs (SQLite), all must succeed"
 go run ./bench/forms -n 60 -jobs 1000
+echo
+echo "== hostile inputs (bench/hostile): every finding of issue 10 against outprint serve, OUTPRINT_TIMEOUT=20s"
+echo "   targets: nothing busy past ~21 s, server RSS < 600 MiB, /healthz < 50 ms"
+go run ./bench/hostile -bin "$bin"

@@ -16,13 +16,14 @@ cd "$(dirname "$0")/.."
 # the web page's browser tests, gcc and libc6-dev for the TeX pool's zygote
 # shim (internal/tex/zygote/shim.c, built when the pool starts; without them
 # the pool warms every process itself).
+# jpegtran (libjpeg-turbo-progs) makes the progressive JPEGs of the image tests.
 packages=(
   gcc libc6-dev
   texlive-xetex texlive-latex-recommended texlive-latex-extra
   texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
   texlive-fonts-recommended lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
   fonts-texgyre-math
-  librsvg2-bin poppler-utils qpdf pandoc pdftk-java
+  librsvg2-bin poppler-utils qpdf pandoc pdftk-java libjpeg-turbo-progs
   prometheus chromium
 )
 

@@ -65,7 +65,10 @@ func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline
 	svc, err := jobs.New(db, st, renderer, jobs.Config{
 		TTL:        cfg.Jobs.TTL,
 		MaxWorkers: cfg.Admission.Slots,
-		Budget:     httpapi.NewJobBudget(adm),
+
+		MaxQueuedPerTenant:      cfg.Jobs.MaxQueuedPerTenant,
+		MaxStoredBytesPerTenant: cfg.Jobs.MaxStoredBytesPerTenant,
+		Budget:                  httpapi.NewJobBudget(adm),
 		// Room beyond the render limit for converting images and
 		// storing the result.
 		JobTimeout: cfg.Render.Timeout + time.Minute,

@@ -308,7 +308,9 @@ func slogJSON(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w,
 // the grace period.
 func TestServeDrainWaitingWorker(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nadmission: {slots: 1, queueDepth: 2}\nshutdown: {grace: 2m}\npool: {min: 0}\n", data))
+	// perUser 2: the anonymous user's job submission counts against the
+	// same user as its sync render while it is accepted.
+	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nadmission: {slots: 1, queueDepth: 2, perUser: 2}\nshutdown: {grace: 2m}\npool: {min: 0}\n", data))
 	g := newGate()
 	s := startService(t, cfg, g.wrap)
 	s.waitReady()

@@ -37,7 +37,9 @@ import (
 )
 
 // Bounds of the HTTP server itself. Request bodies are bounded by httpapi
-// (size and BodyTimeout); these bound what comes before and after.
+// (size and BodyTimeout), answers by its WriteTimeout from their first
+// byte (http.Server's WriteTimeout would count the render too); these
+// bound what comes before and after.
 const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute
@@ -268,6 +270,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		Raster:       thumbs,
 		Callbacks:    policy,
 		PublicURL:    cfg.Webhooks.PublicURL,
+		TempDir:      tmp,
 	})
 
 	// Request contexts derive from base. When the grace period runs out,

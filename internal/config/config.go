@@ -158,7 +158,23 @@ type Jobs struct {
 	// TTL is how long job inputs and results are kept (default 1h,
 	// positive; OUTPRINT_JOBS_TTL).
 	TTL time.Duration
+	// MaxQueuedPerTenant bounds the jobs one tenant may have queued or
+	// running; more are refused 429 quota (default 1000, positive;
+	// OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT).
+	MaxQueuedPerTenant int
+	// MaxStoredBytesPerTenant bounds the bytes of job inputs and results
+	// one tenant may keep; more are refused 507 quota (default 2 GiB,
+	// 1 byte to 1 TiB; OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT).
+	MaxStoredBytesPerTenant int64
 }
+
+// Defaults of the job quotas; package jobs has the same
+// (jobs.DefaultMaxQueuedPerTenant, jobs.DefaultMaxStoredBytesPerTenant),
+// config imports nothing but limits.
+const (
+	DefaultMaxQueuedPerTenant      = 1000
+	DefaultMaxStoredBytesPerTenant = 2 << 30
+)
 
 // Render holds the render limits an operator may set (SPEC §3).
 type Render struct {
@@ -206,7 +222,7 @@ func Default() *Config {
 		Admission: Admission{
 			Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: 60 * time.Second,
 		},
-		Jobs:     Jobs{TTL: time.Hour},
+		Jobs:     Jobs{TTL: time.Hour, MaxQueuedPerTenant: DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: DefaultMaxStoredBytesPerTenant},
 		Render:   Render{Timeout: limits.DefaultRenderTimeout, MaxPages: limits.DefaultMaxPages, MaxPDFBytes: limits.MaxPDFBytes},
 		Pool:     Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
 		Shutdown: Shutdown{Grace: 30 * time.Second},

@@ -131,6 +131,11 @@ var settings = []*setting{
 	},
 	duration("jobs.ttl", "OUTPRINT_JOBS_TTL", false,
 		func(c *Config) *time.Duration { return &c.Jobs.TTL }),
+	integer("jobs.maxQueuedPerTenant", "OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT", 1, 0, "must be a positive integer",
+		func(c *Config) *int { return &c.Jobs.MaxQueuedPerTenant }),
+	withNote(bytesSetting("jobs.maxStoredBytesPerTenant", "OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT", 1<<40,
+		func(c *Config) *int64 { return &c.Jobs.MaxStoredBytesPerTenant }),
+		func(c *Config) string { return formatBytes(c.Jobs.MaxStoredBytesPerTenant) }),
 	duration("render.timeout", "OUTPRINT_TIMEOUT", false,
 		func(c *Config) *time.Duration { return &c.Render.Timeout }),
 	integer("render.maxPages", "OUTPRINT_MAX_PAGES", 1, limits.DefaultMaxPages,
@@ -333,7 +338,7 @@ func parseBool(n *yaml.Node) (v, ok bool) {
 // bytesSetting accepts a byte count from 1 to max, plain or with a KiB or
 // MiB suffix.
 func bytesSetting(key, env string, max int64, field func(*Config) *int64) *setting {
-	want := fmt.Sprintf("must be a size from 1 byte to %d (%s), in bytes or with KiB or MiB", max, formatBytes(max))
+	want := fmt.Sprintf("must be a size from 1 byte to %d (%s), in bytes or with KiB, MiB or GiB", max, formatBytes(max))
 	return &setting{
 		key: key, env: env, want: want,
 		scalar: func(c *Config, v string) string {
@@ -458,7 +463,7 @@ func parseBytes(v string) (int64, bool) {
 	for _, u := range []struct {
 		suffix string
 		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"B", 1}} {
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
 		if num, ok := strings.CutSuffix(v, u.suffix); ok {
 			v, mult = strings.TrimSpace(num), u.mult
 			break
@@ -473,6 +478,8 @@ func parseBytes(v string) (int64, bool) {
 
 func formatBytes(n int64) string {
 	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
 	case n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
 	case n%(1<<10) == 0:

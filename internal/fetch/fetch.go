@@ -9,12 +9,17 @@
 //     connected to, so DNS rebinding between a check and the dial is not
 //     possible. Every redirect dials anew and is checked anew.
 //   - The one exception is Outline's own host and port, which may well live
-//     on a private network next to outprint: a request whose host:port is
-//     Outline's may connect to whatever that name resolves to.
+//     on a private network next to outprint: a request made for Outline
+//     (Request.Outline: its API and attachments.redirect, with the redirects
+//     that follow) may connect to whatever that name resolves to. Any other
+//     request to Outline's host, such as an image URL a document names, is
+//     an ordinary remote image: its host must be in Config.AllowHosts and
+//     its address public. Such requests use a connection pool of their own,
+//     so a connection dialed for Outline is never reused for them.
 //   - The URL and every redirect target must be http or https and on an
-//     allowed host (Config.AllowHosts or Outline's host), redirects are
-//     bounded, and the body is read through a cap and never buffered beyond
-//     it.
+//     allowed host (Config.AllowHosts, or Outline's host for a request made
+//     for Outline), redirects are bounded, and the body is read through a
+//     cap and never buffered beyond it.
 //   - Credentials (Cookie, Authorization) never go to another host than the
 //     one they were set for, even where Go's own rule would forward them to a
 //     subdomain.
@@ -129,7 +134,8 @@ type Client struct {
 	resolve      func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial         func(ctx context.Context, network, address string) (net.Conn, error)
 	dialTrusted  func(ctx context.Context, network, address string) (net.Conn, error)
-	http         *http.Client
+	http         *http.Client // requests on behalf of a document: never trusted
+	httpOutline  *http.Client // requests for Outline (Request.Outline)
 	anyHTTPS     bool
 	trustAllow   bool
 	setting      string
@@ -181,27 +187,35 @@ func New(cfg Config) *Client {
 		c.outline = hostPort(cfg.Outline)
 		c.outlineHost = normHost(cfg.Outline.Hostname())
 	}
-	c.http = &http.Client{
-		Transport: &http.Transport{
-			// Never a proxy from the environment: the guard would then check
-			// the proxy's address instead of the target's.
-			Proxy: nil,
-			// Timeouts come from the request context (Do), which covers
-			// dial, TLS, headers and body together.
-			DialContext:            c.guardedDial,
-			ForceAttemptHTTP2:      true,
-			MaxResponseHeaderBytes: 64 << 10,
-			IdleConnTimeout:        30 * time.Second,
-			MaxIdleConnsPerHost:    4,
-		},
-		// CheckRedirect is replaced per request (see Do): the policy and the
-		// original host differ between requests.
+	newClient := func(trustOutline bool) *http.Client {
+		return &http.Client{
+			Transport: &http.Transport{
+				// Never a proxy from the environment: the guard would then
+				// check the proxy's address instead of the target's.
+				Proxy: nil,
+				// Timeouts come from the request context (Do), which covers
+				// dial, TLS, headers and body together.
+				DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+					return c.guardedDial(ctx, network, address, trustOutline)
+				},
+				ForceAttemptHTTP2:      true,
+				MaxResponseHeaderBytes: 64 << 10,
+				IdleConnTimeout:        30 * time.Second,
+				MaxIdleConnsPerHost:    4,
+			},
+			// CheckRedirect is replaced per request (see Do): the policy
+			// and the original host differ between requests.
+		}
 	}
+	c.http, c.httpOutline = newClient(false), newClient(true)
 	return c
 }
 
 // CloseIdleConnections closes the kept-alive connections, for shutdown.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.http.CloseIdleConnections()
+	c.httpOutline.CloseIdleConnections()
+}
 
 // Redirects says which redirect targets a request may follow.
 type Redirects int
@@ -234,6 +248,11 @@ type Request struct {
 	// length (the Source contract of package images). At most cap+1 bytes
 	// are read either way.
 	KeepTruncated bool
+	// Outline marks a request made for Outline (package outline: its API
+	// and attachments.redirect): Outline's host is then allowed, and
+	// Outline's host:port may be reached at a private address, for this
+	// request and its redirects. Never set it for a URL a document names.
+	Outline bool
 }
 
 // Response is the answer to Do. Body holds at most the cap.
@@ -268,7 +287,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		return nil, fmt.Errorf("%w: cannot parse URL: %v", ErrHostNotAllowed, err)
 	}
 	shown := redact(u)
-	if err := c.allowed(u); err != nil {
+	if err := c.allowed(u, r.Outline); err != nil {
 		return nil, err
 	}
 	timeout, maxBytes := c.timeout, c.maxBytes
@@ -303,8 +322,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	// A shallow copy of the shared client carries this request's redirect
 	// policy; the Transport (and its connection pool) stays shared.
 	hc := *c.http
+	if r.Outline {
+		hc = *c.httpOutline
+	}
 	hc.CheckRedirect = func(next *http.Request, via []*http.Request) error {
-		return c.checkRedirect(r.Redirects, next, via)
+		return c.checkRedirect(r.Redirects, r.Outline, next, via)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -339,7 +361,7 @@ func (c *Client) explain(ctx context.Context, err error) error {
 
 // checkRedirect applies the redirect policy of one request. It runs before
 // Go sends the redirected request, so changes to next.Header take effect.
-func (c *Client) checkRedirect(p Redirects, next *http.Request, via []*http.Request) error {
+func (c *Client) checkRedirect(p Redirects, forOutline bool, next *http.Request, via []*http.Request) error {
 	if p == FollowNone {
 		return http.ErrUseLastResponse
 	}
@@ -350,7 +372,7 @@ func (c *Client) checkRedirect(p Redirects, next *http.Request, via []*http.Requ
 		if err := httpScheme(next.URL); err != nil {
 			return err
 		}
-	} else if err := c.allowed(next.URL); err != nil {
+	} else if err := c.allowed(next.URL, forOutline); err != nil {
 		return err
 	}
 	// Credentials belong to the host they were set for. Go drops them when
@@ -366,13 +388,14 @@ func (c *Client) checkRedirect(p Redirects, next *http.Request, via []*http.Requ
 	return nil
 }
 
-// allowed checks a URL's scheme and host against the allowed hosts.
-func (c *Client) allowed(u *url.URL) error {
+// allowed checks a URL's scheme and host against the allowed hosts;
+// Outline's host is one of them only for a request made for Outline.
+func (c *Client) allowed(u *url.URL, forOutline bool) error {
 	if err := httpScheme(u); err != nil {
 		return err
 	}
 	host := normHost(u.Hostname())
-	if c.outline != "" && host == c.outlineHost {
+	if forOutline && c.outline != "" && host == c.outlineHost {
 		return nil
 	}
 	if matchAllow(c.allow, host, normHost(hostPort(u))) || (c.anyHTTPS && u.Scheme == "https") {
@@ -426,14 +449,15 @@ func httpScheme(u *url.URL) error {
 	return nil
 }
 
-// guardedDial is the Transport's only way to connect. address is the
+// guardedDial is the Transports' only way to connect. address is the
 // request's host:port (never a proxy's: the Transport has none).
-func (c *Client) guardedDial(ctx context.Context, network, address string) (net.Conn, error) {
+// trustOutline is set on the Transport of requests made for Outline only.
+func (c *Client) guardedDial(ctx context.Context, network, address string, trustOutline bool) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
 	}
-	trusted := c.outline != "" && normHost(address) == c.outline
+	trusted := trustOutline && c.outline != "" && normHost(address) == c.outline
 	if c.trustAllow && !trusted {
 		trusted = matchAllow(c.allow, normHost(host), normHost(address))
 	}
@@ -477,7 +501,8 @@ func (c *Client) guardedDial(ctx context.Context, network, address string) (net.
 // controlPublic checks the socket address itself right before connect, as
 // a second line behind guardedDial's check: whatever the dialer resolved or
 // was given, a connection to an internal address does not leave the machine.
-// Connections to Outline's host go through a dialer without this check.
+// Connections made for Outline to Outline's host:port go through a dialer
+// without this check.
 func controlPublic(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {

@@ -197,7 +197,9 @@ func TestAllowedHosts(t *testing.T) {
 		{"https://static.example.net/x.png", false},
 		{"https://evilstatic.example.net/x.png", false},
 		{"https://[2001:db8::1]/x.png", true},
-		{"https://wiki.example.com/api/attachments.redirect?id=1", true},
+		// Outline's host is allowed for requests made for Outline only
+		// (below); a URL a document names there is an ordinary image.
+		{"https://wiki.example.com/api/attachments.redirect?id=1", false},
 		{"https://example.com/a.png", false},
 		{"https://images.example.com.evil.test/a.png", false},
 		{"ftp://images.example.com/a.png", false},
@@ -212,12 +214,34 @@ func TestAllowedHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = c.allowed(u)
+		err = c.allowed(u, false)
 		if (err == nil) != tt.want {
 			t.Errorf("allowed(%s) = %v, want allowed %v", tt.url, err, tt.want)
 		}
 		if err != nil && !errors.Is(err, ErrHostNotAllowed) {
 			t.Errorf("allowed(%s) = %v, want ErrHostNotAllowed", tt.url, err)
+		}
+	}
+}
+
+// TestAllowedOutline: Outline's host is allowed for a request made for
+// Outline, on any path, and for nobody else.
+func TestAllowedOutline(t *testing.T) {
+	c := New(Config{Outline: mustURL(t, "https://wiki.example.com")})
+	for _, tt := range []struct {
+		url        string
+		forOutline bool
+		want       bool
+	}{
+		{"https://wiki.example.com/api/documents.info", true, true},
+		{"https://wiki.example.com/api/attachments.redirect?id=1", true, true},
+		{"https://wiki.example.com/api/attachments.redirect?id=1", false, false},
+		{"https://wiki.example.com/secret.png", false, false},
+		{"https://other.example.com/api/documents.info", true, false},
+	} {
+		err := c.allowed(mustURL(t, tt.url), tt.forOutline)
+		if (err == nil) != tt.want {
+			t.Errorf("allowed(%s, forOutline %v) = %v, want allowed %v", tt.url, tt.forOutline, err, tt.want)
 		}
 	}
 }
@@ -270,11 +294,24 @@ func TestLoopbackRefused(t *testing.T) {
 	if h := internal.Hits(); len(h) != 0 {
 		t.Errorf("internal server saw %d requests, want none", len(h))
 	}
-	// Outline's own host:port on loopback is reachable: the exception is
-	// exactly Outline's host and port.
-	got, err := c.Get(context.Background(), outline.URL+"/x", nil)
-	if err != nil || string(got) != "outline" {
-		t.Errorf("Get(outline) = %q, %v; want %q", got, err, "outline")
+	// Outline's own host:port on loopback is reachable for a request made
+	// for Outline: the exception is exactly Outline's host and port, and
+	// only for package outline's calls.
+	resp, err := c.Do(context.Background(), Request{URL: outline.URL + "/x", Outline: true})
+	if err != nil || string(resp.Body) != "outline" {
+		t.Errorf("Do(outline, Outline) = %v; want %q", err, "outline")
+	}
+	// The same URL as an image a document names is refused, even on the
+	// allow list, and even though a kept-alive connection to Outline now
+	// exists (issue 10: Outline's host bypassed the guard).
+	_, err = c.Get(context.Background(), outline.URL+"/secret", nil)
+	if !errors.Is(err, ErrForbiddenAddress) {
+		t.Errorf("Get(outline /secret) = %v, want ErrForbiddenAddress", err)
+	}
+	for _, h := range outline.Hits() {
+		if h.URL.Path == "/secret" {
+			t.Errorf("Outline saw %s from a request not made for Outline", h.URL)
+		}
 	}
 }
 
@@ -341,12 +378,12 @@ func TestOutlineOnPrivateAddress(t *testing.T) {
 	outline := newServer(t, ok("outline"))
 	n := newFakeNet(map[string]string{"outline.internal": "10.0.0.7"})
 	c := New(n.config(Config{Outline: mustURL(t, "http://outline.internal:"+outline.port())}))
-	got, err := c.Get(context.Background(), "http://outline.internal:"+outline.port()+"/api", nil)
-	if err != nil || string(got) != "outline" {
-		t.Fatalf("Get(outline) = %q, %v; want %q", got, err, "outline")
+	resp, err := c.Do(context.Background(), Request{URL: "http://outline.internal:" + outline.port() + "/api", Outline: true})
+	if err != nil || string(resp.Body) != "outline" {
+		t.Fatalf("Do(outline) = %v; want %q", err, "outline")
 	}
 	// Another port on the same name is not Outline.
-	_, err = c.Get(context.Background(), "http://outline.internal:1/", nil)
+	_, err = c.Do(context.Background(), Request{URL: "http://outline.internal:1/", Outline: true})
 	if !errors.Is(err, ErrForbiddenAddress) {
 		t.Errorf("Get(other port) = %v, want ErrForbiddenAddress", err)
 	}

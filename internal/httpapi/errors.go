@@ -161,6 +161,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.InfoContext(ctx, "client gone", "request_id", requestID(ctx), "err", err)
 		return
 	}
+	closeUnread(w, r)
 	if shuttingDown(ctx) {
 		// The grace period ran out and the render was stopped; the error
 		// it returned says "cancelled", the client should hear why.

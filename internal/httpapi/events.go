@@ -331,7 +331,14 @@ func (s *Server) outlineBrowser(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	in, err := s.outlineJob(r, r.PathValue("documentId"))
+	// Acceptance counts the reader as POST /v1/jobs does (guard.go).
+	a, err := s.enter(c.identity)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer a.done()
+	in, err := s.outlineJob(r, a, r.PathValue("documentId"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -339,6 +346,7 @@ func (s *Server) outlineBrowser(w http.ResponseWriter, r *http.Request) {
 	in.Tenant, in.User = c.tenant, c.user
 	ctx := r.Context()
 	job, _, err := s.cfg.Jobs.Submit(ctx, in)
+	a.done() // accepted: waiting for the job holds no count
 	if err != nil {
 		s.writeError(w, r, err)
 		return

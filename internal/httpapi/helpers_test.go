@@ -50,6 +50,10 @@ type envOptions struct {
 	yaml string
 	// bodyTimeout is Config.BodyTimeout (0: the default).
 	bodyTimeout time.Duration
+	// checkBudget is Config.CheckBudget (0: the default).
+	checkBudget time.Duration
+	// tempDir is Config.TempDir ("": the default).
+	tempDir string
 	// wrap wraps the real pipeline's Render stage (fault injection,
 	// gates); nil renders directly.
 	wrap func(Renderer) Renderer
@@ -118,6 +122,8 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		Forms:     filler,
 
 		BodyTimeout: o.bodyTimeout,
+		CheckBudget: o.checkBudget,
+		TempDir:     o.tempDir,
 	})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)

@@ -37,8 +37,10 @@ import (
 // Callers are identified as on /v1/render (API key, or "local" in
 // anonymous mode) or, with Outline configured and no Authorization
 // header, by Outline's accessToken cookie (user = Outline's user id,
-// tenant = the team). Jobs belong to a tenant: another tenant's job is 404,
-// never 403, so ids cannot be probed.
+// tenant = the team). Jobs belong to the user who submitted them within
+// their tenant (Outline jobs: to the team, see mayRead): another user's or
+// another tenant's job is 404, never 403, so ids cannot be probed. Idempotency keys stay scoped to the tenant; a
+// key first used by a colleague answers 409 idempotency_mismatch.
 //
 // Every answer of these routes carries no-store (a job's state changes
 // and belongs to one caller) and nosniff (outprint may be mounted on
@@ -49,7 +51,12 @@ const (
 	CodeIdempotencyMismatch = "idempotency_mismatch" // 409: the key was used for another request
 	CodeResultNotReady      = "result_not_ready"     // 409: the job has not succeeded (yet)
 	CodeExpired             = "expired"              // 410: the result was deleted after jobs.ttl
+	CodeQuota               = "quota"                // 429 or 507: the tenant reached a job quota
 )
+
+// quotaRetry is the Retry-After of a 429 quota: queued jobs finish at the
+// pace of renders, so a few render durations free a place.
+const quotaRetry = 30
 
 // jobsPath is the collection of jobs; a job is jobsPath/{id}.
 const jobsPath = "/v1/jobs"
@@ -115,6 +122,28 @@ type caller struct {
 	byCookie bool
 }
 
+// mayRead says whether the caller may see job and fetch its result: jobs
+// belong to the user who submitted them, within their tenant (issue 10: a
+// colleague in the same tenant could read and cancel them). Outline jobs
+// are the exception: Outline decides who may read a document, and every
+// download of one asks Outline about the reader of that request, so the
+// readers of a team share them. Anything else is ErrNotFound, as another
+// tenant's job is, so ids cannot be probed.
+func (c caller) mayRead(job jobs.Job) error {
+	if job.User != c.user && job.Source != jobs.SourceOutline {
+		return jobs.ErrNotFound
+	}
+	return nil
+}
+
+// mayCancel says whether the caller may cancel job: only its submitter.
+func (c caller) mayCancel(job jobs.Job) error {
+	if job.User != c.user {
+		return jobs.ErrNotFound
+	}
+	return nil
+}
+
 // jobCaller identifies the caller of a job route: an Authorization header
 // is an API key (checked as on /v1/render, even when a cookie came along);
 // without one, Outline's accessToken cookie when Outline is configured;
@@ -137,13 +166,27 @@ func (s *Server) jobCaller(r *http.Request) (caller, error) {
 // input stored and the job committed, then 202 with the job's address. A
 // repeated Idempotency-Key with the same request answers 200 with the
 // original job.
+//
+// Acceptance runs under admission (issue 10): the caller is counted
+// against the per-user bound before the body is read and until the job is
+// stored, and the tenant's quotas are checked before the body is read.
 func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
 	c, err := s.jobCaller(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	in, err := s.readJob(w, r, c)
+	a, err := s.enter(c.identity)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer a.done()
+	if err := s.cfg.Jobs.CheckQuota(r.Context(), c.tenant, max(r.ContentLength, 0)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in, err := s.readJob(w, r, c, a)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -151,6 +194,11 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
 	in.Tenant, in.User = c.tenant, c.user
 	in.IdempotencyKey = r.Header.Get("Idempotency-Key")
 	job, created, err := s.cfg.Jobs.Submit(r.Context(), in)
+	if err == nil && !created && c.mayRead(job) != nil {
+		// The tenant's key was first used by another user, whose job
+		// this caller may not see.
+		err = jobs.ErrIdempotencyMismatch
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -184,7 +232,7 @@ type jobBody struct {
 // readJob reads the body of POST /v1/jobs and runs everything acceptance
 // asks of it: the cheap checks and the image fetch. It returns the input
 // to store, without tenant, user and key.
-func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller) (jobs.Input, error) {
+func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller, a *admitted) (jobs.Input, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return jobs.Input{}, errUnsupported
@@ -211,7 +259,9 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller) (jobs
 			return in, nil
 		}
 		var callback *string
-		req, err := s.readRenderRequest(w, r, &callback)
+		sp := s.newSpool()
+		defer sp.remove()
+		req, err := s.readRenderRequest(w, r, sp, &callback)
 		if err != nil {
 			return jobs.Input{}, err
 		}
@@ -219,7 +269,7 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller) (jobs
 		if err != nil {
 			return jobs.Input{}, err
 		}
-		in, err := s.prepareJob(r.Context(), req, uploadDigest(req))
+		in, err := s.prepareJob(r.Context(), a, req, sp.digest(req))
 		in.Callback = cb
 		return in, err
 	}
@@ -231,13 +281,13 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller) (jobs
 	if err != nil {
 		return jobs.Input{}, err
 	}
-	in, err := s.readJobBody(r, body)
+	in, err := s.readJobBody(r, a, body)
 	in.Callback = cb
 	return in, err
 }
 
 // readJobBody prepares the input of a JSON job body.
-func (s *Server) readJobBody(r *http.Request, body jobBody) (jobs.Input, error) {
+func (s *Server) readJobBody(r *http.Request, a *admitted, body jobBody) (jobs.Input, error) {
 	if body.Source != nil {
 		if body.Markdown != nil || len(body.Metadata) > 0 {
 			return jobs.Input{}, badRequest("source", "send either markdown (with metadata) or source, not both")
@@ -245,7 +295,7 @@ func (s *Server) readJobBody(r *http.Request, body jobBody) (jobs.Input, error) 
 		if body.Source.Outline == nil {
 			return jobs.Input{}, badRequest("source", `source must be {"outline":{"documentId":"…"}}`)
 		}
-		return s.outlineJob(r, body.Source.Outline.DocumentID)
+		return s.outlineJob(r, a, body.Source.Outline.DocumentID)
 	}
 	if body.Markdown == nil {
 		return jobs.Input{}, badRequest("markdown", "markdown (or source) is required")
@@ -258,7 +308,7 @@ func (s *Server) readJobBody(r *http.Request, body jobBody) (jobs.Input, error) 
 		meta = nil
 	}
 	req := render.Request{Name: "document.md", Markdown: []byte(*body.Markdown), Metadata: meta, Images: images.Assets{}}
-	return s.prepareJob(r.Context(), req, uploadDigest(req))
+	return s.prepareJob(r.Context(), a, req, uploadDigest(req))
 }
 
 // errCookieJSON refuses a multipart job from a caller identified by the
@@ -317,7 +367,7 @@ func uploadDigest(req render.Request) string {
 // with the request (SPEC §4's cheap checks, as GET /render does) and
 // prepares it; its images are fetched with that cookie now, because the
 // cookie is not kept for the worker.
-func (s *Server) outlineJob(r *http.Request, id string) (jobs.Input, error) {
+func (s *Server) outlineJob(r *http.Request, a *admitted, id string) (jobs.Input, error) {
 	c := s.cfg.Outline
 	if c == nil {
 		return jobs.Input{}, errOutlineOff
@@ -358,7 +408,7 @@ func (s *Server) outlineJob(r *http.Request, id string) (jobs.Input, error) {
 	req := render.Request{Name: title + ".md", Markdown: []byte(doc.Text), Outline: outlineDoc(src), Images: c.Images(token)}
 	// The digest of an Outline job is its document (jobs.RequestDigest):
 	// the same key for the same document is the same request.
-	in, err := s.prepareJob(r.Context(), req, "")
+	in, err := s.prepareJob(r.Context(), a, req, "")
 	in.Outline = src
 	return in, err
 }
@@ -375,13 +425,13 @@ func outlineDoc(o *jobs.OutlineSource) *render.OutlineDoc {
 // (uploaded ones, and external ones from the allowed hosts), keeping the
 // bytes of every image the document references. Images the document does
 // not reference are not kept.
-func (s *Server) prepareJob(ctx context.Context, req render.Request, digest string) (jobs.Input, error) {
+func (s *Server) prepareJob(ctx context.Context, a *admitted, req render.Request, digest string) (jobs.Input, error) {
 	if req.Outline == nil {
 		req.Images = images.Chain(req.Images, s.cfg.RemoteImages)
 	}
 	rec := &recordingSource{src: req.Images, got: map[string][]byte{}}
 	req.Images = rec
-	checked, err := s.cfg.Pipeline.Check(req)
+	checked, err := s.check(ctx, a, req)
 	if err != nil {
 		return jobs.Input{}, err
 	}
@@ -435,6 +485,9 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := s.cfg.Jobs.Get(r.Context(), c.tenant, r.PathValue("id"))
+	if err == nil {
+		err = c.mayRead(job)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -486,7 +539,13 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	job, err := s.cfg.Jobs.Cancel(r.Context(), c.tenant, r.PathValue("id"))
+	job, err := s.cfg.Jobs.Get(r.Context(), c.tenant, r.PathValue("id"))
+	if err == nil {
+		err = c.mayCancel(job)
+	}
+	if err == nil {
+		job, err = s.cfg.Jobs.Cancel(r.Context(), c.tenant, job.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -506,6 +565,13 @@ func (s *Server) jobResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc, job, err := s.cfg.Jobs.Result(r.Context(), c.tenant, r.PathValue("id"))
+	if job.ID != "" && c.mayRead(job) != nil {
+		// Whether it is ready or expired is not for another user to learn.
+		if rc != nil {
+			rc.Close()
+		}
+		err = jobs.ErrNotFound
+	}
 	if err != nil {
 		if errors.Is(err, jobs.ErrNotReady) {
 			err = &notReadyJobError{state: job.State, err: err}
@@ -583,7 +649,10 @@ func jobsAnswer(err error) (status int, problems []limits.Problem, retryAfter in
 	one := func(status int, p limits.Problem, retry int) (int, []limits.Problem, int, bool) {
 		return status, []limits.Problem{p}, retry, true
 	}
-	var nr *notReadyJobError
+	var (
+		nr *notReadyJobError
+		qe *jobs.QuotaError
+	)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
 		return one(http.StatusNotFound, limits.Problem{Field: "id", Source: limits.SourceRequest, Code: CodeNotFound,
@@ -597,6 +666,12 @@ func jobsAnswer(err error) (status int, problems []limits.Problem, retryAfter in
 	case errors.Is(err, jobs.ErrNotReady):
 		return one(http.StatusConflict, limits.Problem{Source: limits.SourceService, Code: CodeResultNotReady,
 			Message: "the job has not finished yet; poll GET /v1/jobs/{id} until its state is succeeded"}, 1)
+	case errors.As(err, &qe) && qe.Queued:
+		return one(http.StatusTooManyRequests, limits.Problem{Source: limits.SourceService, Code: CodeQuota,
+			Message: fmt.Sprintf("your tenant has %d jobs queued or running, at most %d (jobs.maxQueuedPerTenant); retry when some have finished", qe.Used, qe.Limit)}, quotaRetry)
+	case errors.As(err, &qe):
+		return one(http.StatusInsufficientStorage, limits.Problem{Source: limits.SourceService, Code: CodeQuota,
+			Message: fmt.Sprintf("your tenant keeps %d bytes of job inputs and results, at most %d (jobs.maxStoredBytesPerTenant); they are deleted jobs.ttl after each job", qe.Used, qe.Limit)}, 0)
 	case errors.Is(err, jobs.ErrExpired):
 		return one(http.StatusGone, limits.Problem{Source: limits.SourceRequest, Code: CodeExpired,
 			Message: "the result was deleted when the job's retention (jobs.ttl) ran out; submit the document again"}, 0)

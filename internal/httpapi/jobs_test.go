@@ -81,6 +81,9 @@ type jobsOptions struct {
 	// (webhook_test.go).
 	webhooks  *jobs.WebhookConfig
 	callbacks Callbacks
+	// maxQueued and maxStored are the tenant quotas (0: the defaults).
+	maxQueued int
+	maxStored int64
 }
 
 // jobsEnv is a server with the job routes.
@@ -160,6 +163,9 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		FetchPollInterval: 100 * time.Millisecond,
 		Logger:            quietJobLogger(),
 		Webhooks:          webhookConfig(o.webhooks),
+
+		MaxQueuedPerTenant:      o.maxQueued,
+		MaxStoredBytesPerTenant: o.maxStored,
 	})
 	if err != nil {
 		t.Fatalf("jobs.New: %v", err)
@@ -558,10 +564,15 @@ func TestJobLifecycle(t *testing.T) {
 			if txt := pdfText(t, pdf); !strings.Contains(txt, "agree with the ledger") {
 				t.Errorf("PDF text lacks the document: %.200q", txt)
 			}
-			// The same tenant's other user may read the job; the list
-			// shows each caller their own jobs.
-			if got := e.get(keyBob, id); got.State != jobs.StateSucceeded {
-				t.Errorf("bob's view = %s, want succeeded", got.State)
+			// Jobs belong to their user: the same tenant's other user
+			// can neither read, download nor cancel the job (404, as for
+			// another tenant); the list shows each caller their own jobs.
+			for _, r := range []request{
+				{method: http.MethodGet, path: "/v1/jobs/" + id, key: keyBob},
+				{method: http.MethodGet, path: "/v1/jobs/" + id + "/result", key: keyBob},
+				{method: http.MethodDelete, path: "/v1/jobs/" + id, key: keyBob},
+			} {
+				e.do(r).wantError(t, http.StatusNotFound, CodeNotFound)
 			}
 			if got := e.listIDs(keyAlice); !slices.Equal(got, []string{id}) {
 				t.Errorf("alice's list = %v, want [%s]", got, id)
@@ -888,6 +899,9 @@ func TestOutlineJob(t *testing.T) {
 				t.Errorf("bob (same team) sees state %s, want succeeded", got.State)
 			}
 			result(bob.Token, v.ID).wantError(t, http.StatusForbidden, CodeForbidden)
+			// Readers of the team share the job, but only its submitter
+			// may cancel it.
+			e.do(request{method: http.MethodDelete, path: "/v1/jobs/" + v.ID, cookie: bob.Token}).wantError(t, http.StatusNotFound, CodeNotFound)
 			result(olga.Token, v.ID).wantError(t, http.StatusNotFound, CodeNotFound)
 			result(keyAlice, v.ID).wantError(t, http.StatusNotFound, CodeNotFound) // tenant acme, not the team
 			result("", v.ID).wantError(t, http.StatusUnauthorized, CodeUnauthorized)

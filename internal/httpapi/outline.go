@@ -50,31 +50,40 @@ type outlineRequest struct {
 
 // outlineCheck runs the cheap checks in the order of SPEC §4: the document
 // id, the cookie, auth.info, documents.info, the download right, the
-// Markdown size and the Binding. It fetches no image and counts nothing.
+// Markdown size and the Binding. It fetches no image. Once Outline has
+// confirmed the reader it counts them (enter): the parse of the document
+// is CPU an Outline author can make costly, so it runs under the reader's
+// count and within the check budget (guard.go). On success and on errors
+// after the count, the returned admitted is set and the caller must call
+// its done.
 //
 // When the document was read but cannot be rendered (no download right,
 // too large, a Binding or math error), the returned request holds the
 // user and document together with the error, so that /status can still
 // name the document.
-func (s *Server) outlineCheck(r *http.Request) (*outlineRequest, error) {
+func (s *Server) outlineCheck(r *http.Request, enter func(identity) (*admitted, error)) (*outlineRequest, *admitted, error) {
 	c := s.cfg.Outline
 	if c == nil {
-		return nil, errOutlineOff
+		return nil, nil, errOutlineOff
 	}
 	id := r.PathValue("documentId")
 	if !outline.ValidDocumentID(id) {
-		return nil, &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
+		return nil, nil, &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
 			Message: "the document id is not a UUID, urlId or slug-urlId"}
 	}
 	token := outline.TokenFromRequest(r)
 	if token == "" {
-		return nil, &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
+		return nil, nil, &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
 			Message: "no valid accessToken cookie in the request"}
 	}
 	ctx := r.Context()
 	user, err := c.AuthInfo(ctx, token)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	a, err := enter(identity{user: user.ID, tenant: user.TeamID})
+	if err != nil {
+		return nil, nil, err
 	}
 	or := &outlineRequest{user: user}
 	doc, err := c.Document(ctx, token, id)
@@ -82,16 +91,16 @@ func (s *Server) outlineCheck(r *http.Request) (*outlineRequest, error) {
 	if err != nil {
 		// doc is set (and err wraps ErrNoDownload) when the reader may
 		// read but not download the document.
-		return or, err
+		return or, a, err
 	}
 	if len(doc.Text) > limits.MaxMarkdownBytes {
-		return or, limits.TooLarge(int64(len(doc.Text)))
+		return or, a, limits.TooLarge(int64(len(doc.Text)))
 	}
 	name := doc.Title
 	if name == "" {
 		name = "Untitled"
 	}
-	or.checked, err = s.cfg.Pipeline.Check(render.Request{
+	or.checked, err = s.check(ctx, a, render.Request{
 		Name:     name + ".md",
 		Markdown: []byte(doc.Text),
 		Outline: &render.OutlineDoc{
@@ -105,7 +114,7 @@ func (s *Server) outlineCheck(r *http.Request) (*outlineRequest, error) {
 		},
 		Images: c.Images(token),
 	})
-	return or, err
+	return or, a, err
 }
 
 // outlineHeaders marks every answer of the Outline routes: they live on
@@ -126,12 +135,16 @@ func (s *Server) outlineRender(w http.ResponseWriter, r *http.Request) {
 		s.outlineBrowser(w, r)
 		return
 	}
-	or, err := s.outlineCheck(r)
+	or, a, err := s.outlineCheck(r, s.enter)
+	if a != nil {
+		defer a.done()
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.admitAndRender(r, identity{user: or.user.ID, tenant: or.user.TeamID}, or.checked)
+	res, err := s.fetchAndRender(r, a, or.checked)
+	a.done()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -146,7 +159,10 @@ func (s *Server) outlineRender(w http.ResponseWriter, r *http.Request) {
 
 // outlineStatus is GET /status/{documentId}: whether the reader could
 // render the document now, after the cheap checks only. It fetches no
-// image, takes no slot and does not count against the reader.
+// image and takes no slot; its check counts under a key of the reader's
+// own for status checks (enterStatus), so polling /status while a render
+// runs is never refused user_limit, yet one reader cannot run many
+// parses at once.
 //
 // A request that cannot name a document (no cookie, no access, no such
 // document, Outline down) is answered with its error like /render. A
@@ -155,7 +171,10 @@ func (s *Server) outlineRender(w http.ResponseWriter, r *http.Request) {
 // false and the errors a render would answer.
 func (s *Server) outlineStatus(w http.ResponseWriter, r *http.Request) {
 	outlineHeaders(w)
-	or, err := s.outlineCheck(r)
+	or, a, err := s.outlineCheck(r, s.enterStatus)
+	if a != nil {
+		defer a.done()
+	}
 	problems := []limits.Problem{}
 	if err != nil {
 		status, list, _ := errorAnswer(err)

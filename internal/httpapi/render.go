@@ -63,26 +63,38 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 	return identity{user: user, tenant: tenant}, nil
 }
 
-// renderAPI is POST /v1/render, in the order of SPEC §4: cheap checks →
-// count the user → fetch and validate images → take a slot → render.
+// renderAPI is POST /v1/render, in the order of SPEC §4 with the bounds of
+// issue 10: authenticate → count the user (before the body is read) →
+// read the body → cheap checks within the check budget → fetch and
+// validate images → take a slot → render.
 func (s *Server) renderAPI(w http.ResponseWriter, r *http.Request) {
 	id, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	req, err := s.readRenderRequest(w, r, nil)
+	a, err := s.enter(id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer a.done()
+	sp := s.newSpool()
+	defer sp.remove()
+	req, err := s.readRenderRequest(w, r, sp, nil)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	req.Images = images.Chain(req.Images, s.cfg.RemoteImages)
-	checked, err := s.cfg.Pipeline.Check(req)
+	checked, err := s.check(r.Context(), a, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.admitAndRender(r, id, checked)
+	res, err := s.fetchAndRender(r, a, checked)
+	a.done() // the slot is free before a large PDF goes to a slow client
+	sp.remove()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -100,29 +112,21 @@ const (
 	resultInternal = "internal"
 )
 
-// admitAndRender counts the user, fetches the images, takes a slot and
-// renders. The ticket is given back on every path: success, error, panic
-// (the deferred Done runs while the panic unwinds), a client that
-// disconnects (its context ends the wait or the render) and timeouts. It
-// returns after Done, so the slot is free before a large PDF is written to
-// a slow client.
-func (s *Server) admitAndRender(r *http.Request, id identity, checked *render.Checked) (*render.Result, error) {
+// fetchAndRender fetches the images, takes a slot and renders, for a
+// request already counted against its user (a). The caller gives the
+// ticket back (a.done) on every path: success, error, panic (its deferred
+// done runs while the panic unwinds), a client that disconnects (its
+// context ends the wait or the render) and timeouts. a.took is set to the
+// render's duration for the Retry-After estimate; it stays 0 (records
+// nothing) when no render ran, it panicked, or the client left, since none
+// of those says how long a render takes.
+func (s *Server) fetchAndRender(r *http.Request, a *admitted, checked *render.Checked) (*render.Result, error) {
 	ctx := r.Context()
-	ticket, err := s.cfg.Admission.Enter(id.user)
-	if err != nil {
-		s.refused(err)
-		return nil, err
-	}
-	// took is the render's duration for the Retry-After estimate; it stays
-	// 0 (records nothing) when no render ran, it panicked, or the client
-	// left, since none of those says how long a render takes.
-	var took time.Duration
-	defer func() { ticket.Done(took) }()
-
 	prepared, err := s.cfg.Pipeline.Fetch(ctx, checked)
 	if err != nil {
 		return nil, err
 	}
+	ticket := a.t
 	err = ticket.Acquire(ctx)
 	s.obs.ObserveQueueWait(ticket.Waited())
 	if err != nil {
@@ -146,7 +150,7 @@ func (s *Server) admitAndRender(r *http.Request, id identity, checked *render.Ch
 		s.obs.ObserveRenderMemory(res.MaxRSS)
 	}
 	if result != resultCanceled && result != resultInternal {
-		took = d
+		a.took = d
 	}
 	return res, err
 }
@@ -192,6 +196,18 @@ func writePDF(w http.ResponseWriter, res *render.Result) {
 // 8187). The title is user text, so both are built from an allowlist of
 // characters: nothing in it can end the header value or add a parameter.
 func contentDisposition(title string) string {
+	// The title is the first heading unless metadata names one, and a
+	// heading can be 500 KB: a header that long makes clients drop the
+	// whole answer, so the name is cut at maxFileNameRunes.
+	if n := 0; len(title) > maxFileNameRunes {
+		for i := range title {
+			if n == maxFileNameRunes {
+				title = strings.TrimRight(title[:i], " ")
+				break
+			}
+			n++
+		}
+	}
 	var ascii, ext strings.Builder
 	for _, r := range title {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
@@ -223,6 +239,11 @@ func contentDisposition(title string) string {
 	return fmt.Sprintf(`attachment; filename="%s.pdf"; filename*=UTF-8''%s.pdf`, name, ext.String())
 }
 
+// maxFileNameRunes bounds the file name of Content-Disposition, in
+// characters of the title (the encoded filename* can be up to 12 bytes per
+// character, well within header limits).
+const maxFileNameRunes = 200
+
 // isAttrChar reports whether b may stand unencoded in an RFC 8187
 // ext-value (attr-char).
 func isAttrChar(b byte) bool {
@@ -239,7 +260,9 @@ func isAttrChar(b byte) bool {
 // parsed: the document part is read through a limit one byte above it, and
 // a body whose declared length cannot fit is refused before it is read.
 // Reading is bounded in time by BodyTimeout.
-func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request, callback **string) (req render.Request, err error) {
+//
+// Asset parts go to files of sp as they arrive (never whole in memory).
+func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request, sp *spool, callback **string) (req render.Request, err error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return render.Request{}, errUnsupported
@@ -266,7 +289,7 @@ func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request, callb
 			return render.Request{}, errRequestTooBig
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-		return readMultipart(r, callback)
+		return readMultipart(r, sp, callback)
 	case "application/json":
 		if r.ContentLength > maxJSONBytes {
 			return render.Request{}, limits.TooLarge(r.ContentLength)
@@ -317,13 +340,13 @@ func readJSON(r *http.Request) (render.Request, error) {
 // readMultipart reads a multipart render request. callback, when not nil,
 // receives the value of a callbackUrl part (POST /v1/jobs); with nil such
 // a part is unknown.
-func readMultipart(r *http.Request, callback **string) (render.Request, error) {
+func readMultipart(r *http.Request, sp *spool, callback **string) (render.Request, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return render.Request{}, badRequest("", "the multipart body cannot be read: "+err.Error())
 	}
 	req := render.Request{Name: "document.md"}
-	assets := images.Assets{}
+	assets := sp.files
 	var haveDoc, haveMeta bool
 	for {
 		part, err := mr.NextPart()
@@ -375,17 +398,9 @@ func readMultipart(r *http.Request, callback **string) (render.Request, error) {
 				return render.Request{}, limits.Invalid(limits.Problem{Field: "asset", Source: limits.SourceImage, Code: limits.CodeImage,
 					Message: fmt.Sprintf("too many asset parts: at most %d images per document", limits.MaxImages)})
 			}
-			// One byte over the limit is kept so that the images stage
-			// names this image as too large; the rest is read and dropped
-			// (the body's own bound still applies to it).
-			b, err := io.ReadAll(io.LimitReader(part, limits.MaxImageBytes+1))
-			if err == nil {
-				_, err = io.Copy(io.Discard, part)
-			}
-			if err != nil {
+			if err := sp.add(name, part); err != nil {
 				return render.Request{}, partError(r, err)
 			}
-			assets[name] = b
 		case "callbackUrl":
 			if callback == nil {
 				return render.Request{}, badRequest(part.FormName(), fmt.Sprintf("unknown part %q: use document, metadata and asset", part.FormName()))

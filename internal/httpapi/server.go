@@ -25,6 +25,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 
@@ -155,6 +156,15 @@ type Config struct {
 	// the links of webhook bodies absolute; "" uses the scheme and Host of
 	// the request that submitted the job.
 	PublicURL string
+	// CheckBudget bounds the cheap checks of one request (default
+	// DefaultCheckBudget; guard.go).
+	CheckBudget time.Duration
+	// WriteTimeout bounds sending one answer, from its first byte
+	// (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// TempDir holds the asset parts of multipart uploads while a request
+	// runs (default os.TempDir()).
+	TempDir string
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -164,6 +174,7 @@ type Server struct {
 	obs      Observer
 	renderer Renderer
 	streams  streamCounter
+	checks   chan struct{} // one token per cheap check running (guard.go)
 }
 
 // New returns a server for cfg. It panics without a Pipeline or an
@@ -196,7 +207,14 @@ func New(cfg Config) *Server {
 	if cfg.MaxEventStreams <= 0 {
 		cfg.MaxEventStreams = DefaultMaxEventStreams
 	}
-	return &Server{cfg: cfg, log: log, obs: obs, renderer: r, streams: streamCounter{max: cfg.MaxEventStreams}}
+	if cfg.CheckBudget <= 0 {
+		cfg.CheckBudget = DefaultCheckBudget
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	return &Server{cfg: cfg, log: log, obs: obs, renderer: r, checks: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		streams: streamCounter{max: cfg.MaxEventStreams}}
 }
 
 type nopObserver struct{}
@@ -279,8 +297,8 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		id := newRequestID()
 		w.Header().Set("X-Request-Id", id)
 		ctx := context.WithValue(r.Context(), requestIDKey, id)
-		r = r.WithContext(ctx)
-		sw := &statusWriter{ResponseWriter: w}
+		r = trackBody(r.WithContext(ctx))
+		sw := &statusWriter{ResponseWriter: w, writeTimeout: s.cfg.WriteTimeout}
 		start := time.Now()
 		defer func() {
 			if v := recover(); v != nil {
@@ -324,18 +342,40 @@ type statusWriter struct {
 	status int
 	bytes  int64
 	wrote  bool
+	// writeTimeout bounds the answer from its first byte on: a client that
+	// stops reading must not hold the connection (and a PDF in memory).
+	// It starts here, not in http.Server.WriteTimeout, which would count
+	// the render too.
+	writeTimeout time.Duration
+	// ownDeadline is set once the handler set a write deadline itself
+	// (an event stream clears it): writeTimeout then does not apply.
+	ownDeadline bool
+}
+
+// SetWriteDeadline is what http.ResponseController calls on a handler's
+// behalf; the handler's own deadline wins over writeTimeout.
+func (w *statusWriter) SetWriteDeadline(t time.Time) error {
+	w.ownDeadline = true
+	return http.NewResponseController(w.ResponseWriter).SetWriteDeadline(t)
+}
+
+func (w *statusWriter) start(code int) {
+	w.status, w.wrote = code, true
+	if w.writeTimeout > 0 && !w.ownDeadline {
+		http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.writeTimeout))
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
-		w.status, w.wrote = code, true
+		w.start(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
-		w.status, w.wrote = http.StatusOK, true
+		w.start(http.StatusOK)
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)

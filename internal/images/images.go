@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/outprint/outprint/internal/limits"
 )
@@ -156,6 +157,13 @@ func Load(ctx context.Context, refs []Ref, src Source) (*Set, error) {
 	problems := make([]string, len(distinct)) // per image, "" when fine
 	internal := make([]error, len(distinct))
 	next := make(chan int)
+	// The running total of the bytes fetched: once it passes
+	// MaxTotalImageBytes the document is refused whatever the rest holds,
+	// so no further image is fetched (and held in memory). The problem
+	// itself is listed below, from the images that were fetched.
+	var total atomic.Int64
+	over := make(chan struct{})
+	var overOnce sync.Once
 	var wg sync.WaitGroup
 	for range min(fetchers, len(distinct)) {
 		wg.Add(1)
@@ -166,6 +174,9 @@ func Load(ctx context.Context, refs []Ref, src Source) (*Set, error) {
 				if internal[i] != nil {
 					cancel()
 				}
+				if total.Add(int64(len(distinct[i].data))) > limits.MaxTotalImageBytes {
+					overOnce.Do(func() { close(over) })
+				}
 			}
 		}()
 	}
@@ -174,6 +185,8 @@ feed:
 		select {
 		case next <- i:
 		case <-ctx.Done():
+			break feed
+		case <-over:
 			break feed
 		}
 	}

@@ -169,29 +169,38 @@ func (a Assets) Open(ctx context.Context, raw string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, ok := a[raw]
-	if ok {
-		return capBytes(data), nil
-	}
-	name, err := localPath(raw)
+	data, err := lookup(a, raw)
 	if err != nil {
 		return nil, err
 	}
-	data, ok = a[name]
+	return capBytes(data), nil
+}
+
+// lookup finds the asset raw names in m, under the rules of Assets.Open.
+func lookup[T any](m map[string]T, raw string) (T, error) {
+	var zero T
+	if v, ok := m[raw]; ok {
+		return v, nil
+	}
+	name, err := localPath(raw)
+	if err != nil {
+		return zero, err
+	}
+	v, ok := m[name]
 	if !ok {
 		// Keys come from part file names that may be written "./img/a.png";
 		// there are few, so a scan beats a second, normalised map.
-		for k, v := range a {
+		for k, kv := range m {
 			if kn, err := localPath(k); err == nil && kn == name {
-				data, ok = v, true
+				v, ok = kv, true
 				break
 			}
 		}
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: no uploaded asset %q", ErrNotFound, raw)
+		return zero, fmt.Errorf("%w: no uploaded asset %q", ErrNotFound, raw)
 	}
-	return capBytes(data), nil
+	return v, nil
 }
 
 // capBytes cuts data to the MaxImageBytes+1 bytes a Source returns at most.

@@ -37,6 +37,7 @@ type acceptReq struct {
 	key      string
 	manifest string
 	callback *Callback
+	bytes    int64 // stored_bytes: the input's size
 
 	// Set by the leader before done closes.
 	keyTaken bool
@@ -174,10 +175,10 @@ func (s *Service) insertAccepted(ctx context.Context, tx txOps, batch []*acceptR
 	if err != nil {
 		return err
 	}
-	const cols = 13
+	const cols = 14
 	var q strings.Builder
 	q.WriteString(`INSERT INTO outprint_jobs (id, tenant, user_id, name, state, max_attempts,
-		source, outline_document_id, digest, input_manifest, river_job_id, created_at, expires_at) VALUES `)
+		source, outline_document_id, digest, input_manifest, river_job_id, created_at, expires_at, stored_bytes) VALUES `)
 	args := make([]any, 0, cols*len(live))
 	for i, r := range live {
 		if i > 0 {
@@ -193,7 +194,7 @@ func (s *Service) insertAccepted(ctx context.Context, tx txOps, batch []*acceptR
 		q.WriteString(")")
 		j := r.job
 		args = append(args, j.ID, j.Tenant, j.User, j.Name, j.State, s.cfg.MaxAttempts,
-			j.Source, j.OutlineDocumentID, r.digest, r.manifest, riverIDs[i], j.CreatedAt, j.ExpiresAt)
+			j.Source, j.OutlineDocumentID, r.digest, r.manifest, riverIDs[i], j.CreatedAt, j.ExpiresAt, r.bytes)
 	}
 	if _, err := tx.exec(ctx, q.String(), args...); err != nil {
 		return fmt.Errorf("insert jobs: %w", err)

@@ -281,6 +281,13 @@ type Config struct {
 	RescueAfter time.Duration
 	// MaxAttempts bounds the attempts of a job (default 5).
 	MaxAttempts int
+	// MaxQueuedPerTenant bounds the jobs one tenant may have queued or
+	// running (default DefaultMaxQueuedPerTenant; CheckQuota).
+	MaxQueuedPerTenant int
+	// MaxStoredBytesPerTenant bounds the bytes of inputs and results one
+	// tenant may have in the store (default DefaultMaxStoredBytesPerTenant;
+	// CheckQuota).
+	MaxStoredBytesPerTenant int64
 	// RetryBase and RetryMax shape the backoff of transient failures:
 	// attempt n waits RetryBase·2^(n-1), at most RetryMax, with ±50 %
 	// jitter (defaults 2 s and 5 min).
@@ -337,6 +344,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 5
 	}
+	if c.MaxQueuedPerTenant == 0 {
+		c.MaxQueuedPerTenant = DefaultMaxQueuedPerTenant
+	}
+	if c.MaxStoredBytesPerTenant == 0 {
+		c.MaxStoredBytesPerTenant = DefaultMaxStoredBytesPerTenant
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -348,6 +361,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("jobs: MaxWorkers %d: want 1 to 10000", c.MaxWorkers)
 	case c.MaxAttempts < 1:
 		return c, fmt.Errorf("jobs: MaxAttempts %d: want at least 1", c.MaxAttempts)
+	case c.MaxQueuedPerTenant < 1:
+		return c, fmt.Errorf("jobs: MaxQueuedPerTenant %d: want at least 1", c.MaxQueuedPerTenant)
+	case c.MaxStoredBytesPerTenant < 1:
+		return c, fmt.Errorf("jobs: MaxStoredBytesPerTenant %d: want at least 1", c.MaxStoredBytesPerTenant)
 	case c.RescueAfter <= c.attemptLimit():
 		return c, fmt.Errorf("jobs: RescueAfter %s must exceed BudgetWait + JobTimeout + %s (%s)", c.RescueAfter, riverGrace, c.attemptLimit())
 	case c.RowRetention < c.TTL:

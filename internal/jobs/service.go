@@ -224,7 +224,7 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 	}
 	s.failpoint(FailAfterInputStore)
 
-	req := &acceptReq{job: job, digest: digest, key: in.IdempotencyKey, manifest: manifest, callback: in.Callback}
+	req := &acceptReq{job: job, digest: digest, key: in.IdempotencyKey, manifest: manifest, callback: in.Callback, bytes: inputBytes(in)}
 	s.accept(ctx, req)
 	if req.err != nil || req.keyTaken {
 		s.discardInput(ctx, keys)

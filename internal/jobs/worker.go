@@ -179,6 +179,9 @@ func (s *Service) produce(ctx context.Context, rj *river.Job[renderArgs], job Jo
 	if err := s.store.Put(ctx, k.Result(), bytes.NewReader(pdf)); err != nil {
 		return 0, fmt.Errorf("store result: %w", err)
 	}
+	if err := s.addStoredBytes(ctx, job.ID, len(pdf)); err != nil {
+		return 0, fmt.Errorf("record result size: %w", err)
+	}
 	s.failpoint(FailAfterOutputStore)
 	return pages, nil
 }

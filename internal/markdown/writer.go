@@ -58,7 +58,13 @@ var sectionCommands = [...]string{"section", "subsection", "subsubsection", "par
 // image files the TeX folder holds; an image missing from it prints its
 // alternative text (the images stage has reported it already).
 func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
-	r := &writer{d: d, images: images, fnNumber: map[int]int{}}
+	return d.latex(nil, meta, images)
+}
+
+// latex is LaTeX that gives up (panics with errStopped, see LaTeXContext)
+// at the next block once stop returns true; a nil stop never stops.
+func (d *Document) latex(stop func() bool, meta Meta, images map[string]Image) (*Output, error) {
+	r := &writer{d: d, images: images, fnNumber: map[int]int{}, stop: stop}
 	r.lookahead = r.nextLetter
 	r.rtlPrev = fontNone
 	r.texWriter.b = make([]byte, 0, len(d.src)*2+4096)
@@ -77,6 +83,7 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 		if ast.Node(h.node) == r.skip {
 			continue
 		}
+		r.checkStop()
 		headings++
 		r.sectionBase = min(r.sectionBase, h.node.Level)
 		r.anchor(h)
@@ -130,6 +137,7 @@ func longestLine(s string) int {
 // writer turns the syntax tree into LaTeX.
 type writer struct {
 	texWriter
+	stop     func() bool // true: give up at the next block (LaTeXContext)
 	d        *Document
 	images   map[string]Image
 	warnings []limits.Problem
@@ -286,6 +294,7 @@ func (r *writer) block(n ast.Node) {
 	if n == r.skip {
 		return
 	}
+	r.checkStop()
 	r.at(n)
 	r.nl()
 	switch n := n.(type) {

@@ -44,6 +44,7 @@ func (c *Client) Attachment(ctx context.Context, accessToken, pathAndQuery strin
 		Redirects:     fetch.FollowAny,
 		MaxBytes:      limits.MaxImageBytes,
 		KeepTruncated: true,
+		Outline:       true,
 	})
 	if err != nil {
 		return nil, c.transportError(ctx, "attachments.redirect", err)
@@ -102,9 +103,9 @@ type ImageSource struct {
 //
 //   - /api/attachments.redirect?id=… (relative, or absolute on Outline's
 //     host) is an attachment, fetched with the reader's cookie;
-//   - any other absolute http(s) URL goes through the fetch.Client, which
-//     allows only images.allowHosts and Outline's host, and sends no
-//     credentials;
+//   - any other absolute http(s) URL, on Outline's host too, is an
+//     ordinary remote image: the fetch.Client allows only images.allowHosts
+//     and public addresses for it, and sends no credentials;
 //   - anything else (other relative paths, file:, data:, "//host") is
 //     refused.
 func (c *Client) Images(accessToken string) *ImageSource {

@@ -326,6 +326,7 @@ func (c *Client) post(ctx context.Context, accessToken, method string, in any, m
 		Redirects: fetch.FollowNone,
 		MaxBytes:  maxBytes,
 		Timeout:   c.timeout,
+		Outline:   true,
 	})
 	if err != nil {
 		return nil, c.transportError(ctx, method, err)

@@ -235,6 +235,11 @@ func (p *Pipeline) Fetch(ctx context.Context, c *Checked) (*Prepared, error) {
 	if src == nil {
 		src = images.Assets{}
 	}
+	// Fetching is bounded by the render time limit as a whole, beside
+	// each exchange's own timeout: many slow images must not hold the
+	// user's count longer than a render may take.
+	ctx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
+	defer cancel()
 	set, err := images.Load(ctx, refs, src)
 	if err != nil {
 		return nil, err
@@ -287,7 +292,10 @@ func (p *Pipeline) run(ctx context.Context, pr *Prepared, report func(string, in
 		imgs[url] = markdown.Image{File: c.File, Width: c.Width, Height: c.Height}
 		files[c.File] = filepath.Join(dir, c.File)
 	}
-	out, err := pr.doc.LaTeX(pr.meta, imgs)
+	// The conversion is pure CPU; LaTeXContext stops it within a block
+	// when the deadline passes or the client leaves, so the slot is free
+	// at once and no CPU is spent after either.
+	out, err := pr.doc.LaTeXContext(ctx, pr.meta, imgs)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -50,6 +50,10 @@ type PoolConfig struct {
 	// Zygote configures forking warm processes from a zygote (see
 	// zygote.go); on by default.
 	Zygote ZygoteConfig
+	// MaxFormats and MaxFormatBytes bound the dumped formats kept
+	// (formats.go; defaults DefaultMaxFormats and DefaultMaxFormatBytes).
+	MaxFormats     int
+	MaxFormatBytes int64
 }
 
 // PoolStats are the pool's figures for metrics. Warm and Busy are current
@@ -99,11 +103,12 @@ var ErrPoolClosed = errors.New("tex pool closed")
 // and reaps it before it returns. The proc's own reader and waiter
 // goroutines end when its process group is gone (see sandbox.start).
 type Pool struct {
-	cfg    PoolConfig
-	sb     sandbox
-	fmtDir string
-	stop   chan struct{} // closed by Close: tending goroutines stop their processes
-	wg     sync.WaitGroup
+	cfg     PoolConfig
+	sb      sandbox
+	fmtDir  string
+	formats *formatCache
+	stop    chan struct{} // closed by Close: tending goroutines stop their processes
+	wg      sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool
@@ -138,9 +143,7 @@ type profile struct {
 	// one succeeds (a broken preamble must not loop).
 	failing bool
 
-	fmtOnce   sync.Once
-	fmtPath   string // the format to load, "" for none
-	fmtBroken bool   // a process failed with the format: start without (under Pool.mu)
+	fmtBroken bool // a process failed with the format: start without (under Pool.mu)
 
 	zygotes profileZygotes // under Pool.mu
 }
@@ -212,6 +215,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		changed: make(chan struct{}), profiles: map[string]*profile{},
 		busy: map[*warmProc]context.CancelFunc{},
 	}
+	p.formats = newFormatCache(fmtDir, cfg.MaxFormats, cfg.MaxFormatBytes, p.buildFormat)
 	p.mu.Lock()
 	for _, pre := range cfg.Preambles {
 		p.profileLocked(pre).min = cfg.Min
@@ -741,7 +745,8 @@ func (p *Pool) discard(wp *warmProc) {
 // warmUp starts wp's process and waits until it is ready for a document.
 func (p *Pool) warmUp(wp *warmProc) error {
 	prof := wp.prof
-	fmtPath := p.format(prof)
+	fmtPath, releaseFormat := p.format(prof)
+	defer releaseFormat() // the process has loaded it by the time warmUp returns
 	p.mu.Lock()
 	if prof.fmtBroken {
 		fmtPath = ""
@@ -871,35 +876,33 @@ func (p *Pool) startWithDriver(dir, fmtPath string, cpu uint64, onLine func(stri
 }
 
 // format returns the path of prof's format (without ".fmt") to pass to
-// -fmt, building it on first use; "" when the preamble has no dump marker,
-// formats are off, or the build failed (then processes load the preamble
-// the slow way).
-func (p *Pool) format(prof *profile) string {
+// -fmt, building it on first use, and pins it until release; "" when the
+// preamble has no dump marker, formats are off, or the build failed (then
+// processes load the preamble the slow way). Formats are shared by every
+// preamble with the same package part and bounded (formats.go).
+func (p *Pool) format(prof *profile) (path string, release func()) {
 	if p.cfg.NoFormat {
-		return ""
+		return "", func() {}
 	}
 	head, _, ok := splitAtDump(prof.preamble)
 	if !ok {
-		return ""
+		return "", func() {}
 	}
-	prof.fmtOnce.Do(func() {
-		path, err := p.buildFormat(prof.key, head)
+	return p.formats.acquire(head)
+}
+
+// buildFormat dumps head (the package part of a preamble) into a format
+// with mylatexformat, in the same sandbox as every TeX run.
+func (p *Pool) buildFormat(key, head string) (path string, err error) {
+	defer func() {
 		if err != nil {
 			p.mu.Lock()
 			if !p.closed {
 				p.stats.Failures++
 			}
 			p.mu.Unlock()
-			return
 		}
-		prof.fmtPath = path
-	})
-	return prof.fmtPath
-}
-
-// buildFormat dumps head (the package part of a preamble) into a format
-// with mylatexformat, in the same sandbox as every TeX run.
-func (p *Pool) buildFormat(key, head string) (string, error) {
+	}()
 	dir := filepath.Join(p.fmtDir, key)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", fmt.Errorf("format folder: %w", err)

@@ -140,7 +140,7 @@ func (p *Pool) tendZygote(prof *profile) {
 		p.zyg.shim, p.zyg.shimErr = path, err
 		p.mu.Unlock()
 	}
-	fmtPath := p.format(prof)
+	fmtPath, releaseFormat := p.format(prof)
 	p.mu.Lock()
 	shim := p.zyg.shim
 	if prof.fmtBroken {
@@ -152,6 +152,7 @@ func (p *Pool) tendZygote(prof *profile) {
 	if shim != "" {
 		z, err = p.startZygote(prof, shim, fmtPath, p.stop)
 	}
+	releaseFormat() // a started zygote has loaded it (formats.go)
 
 	p.mu.Lock()
 	prof.zygotes.starting--
