@@ -312,6 +312,25 @@ var overlayFonts = map[string]overlayFont{
 	"symbols":    {spec: "Noto Sans Symbols", scripts: markdown.ScriptSymbols},
 	"symbolstwo": {spec: "Noto Sans Symbols2", scripts: markdown.ScriptSymbols},
 	"emoji":      {spec: "Symbola", scripts: markdown.ScriptEmoji},
+	// Korean is the CJK font without ICU's break-anywhere locale: it
+	// breaks between words, at spaces.
+	"korean":    {spec: "Noto Serif CJK JP", scripts: markdown.ScriptCJK},
+	"bengali":   {spec: "Noto Serif Bengali:script=bng2", scripts: markdown.ScriptIndic},
+	"tamil":     {spec: "Noto Serif Tamil:script=tml2", scripts: markdown.ScriptIndic},
+	"malayalam": {spec: "Noto Serif Malayalam:script=mlm2", scripts: markdown.ScriptIndic},
+	"kannada":   {spec: "Noto Serif Kannada:script=knd2", scripts: markdown.ScriptIndic},
+	"telugu":    {spec: "Noto Serif Telugu:script=tel2", scripts: markdown.ScriptIndic},
+	"gujarati":  {spec: "Noto Serif Gujarati:script=gjr2", scripts: markdown.ScriptIndic},
+	"gurmukhi":  {spec: "Noto Serif Gurmukhi:script=gur2", scripts: markdown.ScriptIndic},
+	"oriya":     {spec: "Noto Sans Oriya:script=ory2", scripts: markdown.ScriptIndic},
+	"sinhala":   {spec: "Noto Serif Sinhala:script=sinh", scripts: markdown.ScriptIndic},
+	"khmer":     {spec: "Noto Serif Khmer:script=khmr", scripts: markdown.ScriptWorld, breakLocale: "km"},
+	"lao":       {spec: "Noto Serif Lao:script=lao", scripts: markdown.ScriptWorld, breakLocale: "lo"},
+	"myanmar":   {spec: "Noto Serif Myanmar:script=mym2", scripts: markdown.ScriptWorld, breakLocale: "my"},
+	"tibetan":   {spec: "Noto Serif Tibetan:script=tibt", scripts: markdown.ScriptWorld},
+	"georgian":  {spec: "Noto Serif Georgian:script=geor", scripts: markdown.ScriptWorld},
+	"armenian":  {spec: "Noto Serif Armenian:script=armn", scripts: markdown.ScriptWorld},
+	"ethiopic":  {spec: "Noto Serif Ethiopic:script=ethi", scripts: markdown.ScriptWorld},
 }
 
 // fallbackKeys are the font keys markdown's runs use, from its vocabulary.
