@@ -247,8 +247,12 @@ func sameDocument(asked, id, urlID string) bool {
 	return asked[i+1:] == urlID
 }
 
-// policy is one entry of Outline's "policies". Abilities are mostly
-// booleans, but some are lists; only true counts as granted.
+// policy is one entry of Outline's "policies". An ability is answered as
+// true, false or — when it is granted through memberships, as in every
+// private collection — the list of membership ids that grant it
+// (server/presenters/policy.ts: Record<string, boolean | string[]>).
+// Outline's own app treats a non-empty list as granted, so does this:
+// true and a non-empty list grant, false, [] and anything else refuse.
 type policy struct {
 	ID        string
 	Abilities map[string]bool
@@ -264,9 +268,28 @@ func (p *policy) UnmarshalJSON(b []byte) error {
 	}
 	p.ID, p.Abilities = raw.ID, map[string]bool{}
 	for k, v := range raw.Abilities {
-		p.Abilities[k] = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		p.Abilities[k] = granted(v)
 	}
 	return nil
+}
+
+// granted reads one ability: true, or a list with at least one membership
+// id.
+func granted(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	if bytes.Equal(v, []byte("true")) {
+		return true
+	}
+	var ids []string
+	if json.Unmarshal(v, &ids) != nil {
+		return false
+	}
+	for _, id := range ids {
+		if id != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // lenientTime is a timestamp that decodes null, "" or an unknown format as

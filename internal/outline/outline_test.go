@@ -425,10 +425,26 @@ func TestDecoding(t *testing.T) {
 	if err != nil || !d.CanDownload || !d.UpdatedAt.IsZero() || d.Revision != 3 {
 		t.Errorf("lenient answer: Document = %+v, %v; want CanDownload, zero UpdatedAt", d, err)
 	}
-	// download only for another document's policy, or as a list: no right.
-	set(200, `{"data":{"id":"`+id+`","urlId":"hDYep1TPAM","text":"x"},"policies":[{"id":"other","abilities":{"download":true}},{"id":"`+id+`","abilities":{"download":["x"]}}],"ok":true}`, nil)
-	if _, err := c.Document(context.Background(), "tok", id); !errors.Is(err, ErrNoDownload) {
-		t.Errorf("download only in another policy: Document = %v, want ErrNoDownload", err)
+	// An ability is true, false or the list of membership ids granting it
+	// (a private collection): a non-empty list grants, as in Outline's app;
+	// false, [] and a right granted only for another document refuse.
+	for _, tc := range []struct {
+		abilities string
+		want      bool
+	}{
+		{`{"download":true}`, true},
+		{`{"download":["72c72290-929c-4679-8aec-a758074541ab"]}`, true},
+		{`{"download":false}`, false},
+		{`{"download":[]}`, false},
+		{`{"download":null}`, false},
+		{`{"download":"yes"}`, false},
+		{`{"read":true}`, false},
+	} {
+		set(200, `{"data":{"id":"`+id+`","urlId":"hDYep1TPAM","text":"x"},"policies":[{"id":"other","abilities":{"download":true}},{"id":"`+id+`","abilities":`+tc.abilities+`}],"ok":true}`, nil)
+		d, err := c.Document(context.Background(), "tok", id)
+		if got := err == nil && d.CanDownload; got != tc.want || (!tc.want && !errors.Is(err, ErrNoDownload)) {
+			t.Errorf("abilities %s: Document = %v, CanDownload %v; want granted %v", tc.abilities, err, got, tc.want)
+		}
 	}
 
 	tests := []struct {
