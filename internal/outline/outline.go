@@ -167,8 +167,11 @@ type Document struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	PublishedAt      time.Time
-	CreatedBy        Person
-	UpdatedBy        Person
+	// DeletedAt is set for a document in Outline's trash, which Outline
+	// still shows to those who may restore it.
+	DeletedAt time.Time
+	CreatedBy Person
+	UpdatedBy Person
 	// CanDownload is policies[].abilities.download for this document.
 	CanDownload bool
 }
@@ -179,7 +182,9 @@ type Document struct {
 //
 // When the reader may read but not download the document, Document returns
 // the document together with an error wrapping ErrNoDownload, so that
-// /status can still show its title; a render must stop there.
+// /status can still show its title; a render must stop there. A document in
+// Outline's trash (deletedAt set) is returned the same way with ErrDeleted:
+// it would print as if it were live, so it is refused until restored.
 func (c *Client) Document(ctx context.Context, accessToken, id string) (*Document, error) {
 	if !ValidDocumentID(id) {
 		return nil, errBadID("the document id is not a UUID, urlId or slug-urlId")
@@ -198,6 +203,7 @@ func (c *Client) Document(ctx context.Context, accessToken, id string) (*Documen
 		CreatedAt        lenientTime `json:"createdAt"`
 		UpdatedAt        lenientTime `json:"updatedAt"`
 		PublishedAt      lenientTime `json:"publishedAt"`
+		DeletedAt        lenientTime `json:"deletedAt"`
 		CreatedBy        *Person     `json:"createdBy"`
 		UpdatedBy        *Person     `json:"updatedBy"`
 	}
@@ -218,6 +224,7 @@ func (c *Client) Document(ctx context.Context, accessToken, id string) (*Documen
 		Icon: data.Icon, Language: data.Language, CollectionID: data.CollectionID,
 		ParentDocumentID: data.ParentDocumentID, Revision: data.Revision,
 		CreatedAt: data.CreatedAt.Time, UpdatedAt: data.UpdatedAt.Time, PublishedAt: data.PublishedAt.Time,
+		DeletedAt: data.DeletedAt.Time,
 	}
 	if data.CreatedBy != nil {
 		d.CreatedBy = *data.CreatedBy
@@ -232,6 +239,9 @@ func (c *Client) Document(ctx context.Context, accessToken, id string) (*Documen
 	}
 	if !d.CanDownload {
 		return d, fmt.Errorf("document %s: %w", d.ID, ErrNoDownload)
+	}
+	if !d.DeletedAt.IsZero() {
+		return d, fmt.Errorf("document %s: %w", d.ID, ErrDeleted)
 	}
 	return d, nil
 }

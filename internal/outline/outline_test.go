@@ -31,6 +31,7 @@ type fixture struct {
 	c                         *Client
 	jane, bob, outsider       outlinetest.User
 	suspended, ratelimited    outlinetest.User
+	expired                   outlinetest.User
 	doc, private, noDL, alien outlinetest.Document
 }
 
@@ -43,6 +44,7 @@ func newFixture(t *testing.T, cfg func(*fetch.Config), opts ...Option) *fixture 
 	f.outsider = s.AddUser(outlinetest.User{Name: "Olga Other", Token: "tok.olga-3", TeamID: "team-other"})
 	f.suspended = s.AddUser(outlinetest.User{Name: "Sam Suspended", Token: "tok.sam-4", Suspended: true})
 	f.ratelimited = s.AddUser(outlinetest.User{Name: "Rita Rate", Token: "tok.rita-5", RateLimited: true})
+	f.expired = s.AddUser(outlinetest.User{Name: "Eve Expired", Token: "tok.eve-6", Expired: true})
 	author := outlinetest.Person{ID: f.jane.ID, Name: f.jane.Name}
 	f.doc = s.AddDocument(outlinetest.Document{
 		Title: "Welcome", Text: "Hello **world**\\nsecond line", CreatedBy: author,
@@ -114,8 +116,8 @@ func TestAuthInfo(t *testing.T) {
 		t.Fatalf("AuthInfo = %v", err)
 	}
 	want := User{ID: f.jane.ID, Name: "Jane Doe", Email: "jane.doe@example.com", Role: "member",
-		Language: "en_US", Timezone: "Europe/Berlin", TeamID: outlinetest.TeamID, TeamName: outlinetest.TeamName,
-		TeamURL: "https://wiki.example.com"}
+		Language: "en_US", TeamID: outlinetest.TeamID, TeamName: outlinetest.TeamName,
+		TeamURL: f.s.Outline.URL} // the recorded timezone is null
 	if *u != want {
 		t.Errorf("AuthInfo = %+v, want %+v", *u, want)
 	}
@@ -135,6 +137,7 @@ func TestAuthInfoErrors(t *testing.T) {
 		asked       bool // whether Outline is asked at all
 	}{
 		{"unknown token", "tok.nobody", 401, CodeAuthenticationRequired, true},
+		{"expired token", f.expired.Token, 401, CodeAuthenticationRequired, true},
 		{"suspended", f.suspended.Token, 403, CodeUserSuspended, true},
 		{"rate limited", f.ratelimited.Token, 429, CodeRateLimited, true},
 		{"empty", "", 401, CodeAuthenticationRequired, false},
