@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/outline/outlinetest"
+)
+
+// TestOutlinePrivateCollection is the issue's first promise, against the
+// fake answering as a real Outline 1.9.1 did: in a private collection
+// every ability is a list of membership ids, and the document prints for
+// its admin and its member, with its image; a member without access, a
+// viewer outside the collection, expired and garbage sessions, a deleted
+// document and a workspace whose plan lapsed are refused with their own
+// answers.
+func TestOutlinePrivateCollection(t *testing.T) {
+	e := newOlEnv(t, olOptions{tex: true})
+	f := e.fake
+	alice := f.AddUser(outlinetest.User{Name: "Alice Admin", Role: "admin", Token: "tok.alice"})
+	member := f.AddUser(outlinetest.User{Name: "Bob Member", Token: "tok.member"})
+	nina := f.AddUser(outlinetest.User{Name: "Nina NoAccess", Token: "tok.nina"})
+	vera := f.AddUser(outlinetest.User{Name: "Vera Viewer", Role: "viewer", Token: "tok.vera"})
+	eve := f.AddUser(outlinetest.User{Name: "Eve Expired", Token: "tok.eve", Expired: true})
+	handbook := f.AddCollection(outlinetest.Collection{Name: "Handbook", Private: true,
+		Members: []string{alice.ID, member.ID}})
+	img := f.AddAttachment(outlinetest.Attachment{Body: olPNG(t, 120, 80), Local: true})
+	author := outlinetest.Person{ID: alice.ID, Name: alice.Name}
+	pvt := f.AddDocument(outlinetest.Document{Title: "Private note", CollectionID: handbook.ID, CreatedBy: author,
+		Text: "Private collection text.\n\n ![A diagram](" + img + " \" =120x80\")"})
+	trashed := f.AddDocument(outlinetest.Document{Title: "Trashed", Text: "gone", CreatedBy: author,
+		DeletedAt: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)})
+
+	for _, who := range []outlinetest.User{alice, member} {
+		for _, id := range []string{pvt.ID, pvt.URLID, "private-note-" + pvt.URLID} {
+			a := e.get("/render/"+id, who.Token, nil)
+			if a.status != http.StatusOK {
+				t.Fatalf("%s: GET /render/%s = %d, want 200: %s", who.Name, id, a.status, a.body)
+			}
+			if txt := olPDFTool(t, a.body, "pdftotext", "-enc", "UTF-8"); !strings.Contains(txt, "Private collection text.") {
+				t.Errorf("%s: the PDF lacks the document's text:\n%s", who.Name, txt)
+			}
+			list := olPDFTool(t, a.body, "pdfimages", "-list")
+			if rows := strings.Split(strings.TrimSpace(list), "\n")[2:]; len(rows) != 1 {
+				t.Errorf("%s: pdfimages -list has %d images, want the attachment:\n%s", who.Name, len(rows), list)
+			}
+			if testing.Short() {
+				break // one id form per reader is enough to prove the point
+			}
+		}
+	}
+
+	tests := []struct {
+		name, path, token string
+		status            int
+		source            limits.Source
+		code              string
+	}{
+		{"member without access", "/render/" + pvt.ID, nina.Token, 403, limits.SourceAuth, CodeForbidden},
+		{"viewer outside the collection", "/render/" + pvt.URLID, vera.Token, 403, limits.SourceAuth, CodeForbidden},
+		{"expired session", "/render/" + pvt.ID, eve.Token, 401, limits.SourceAuth, CodeUnauthorized},
+		{"garbage session", "/render/" + pvt.ID, "garbage.token", 401, limits.SourceAuth, CodeUnauthorized},
+		{"deleted document", "/render/" + trashed.ID, alice.Token, 410, limits.SourceDocument, CodeDeleted},
+		{"status of a deleted document", "/status/" + trashed.ID, alice.Token, 200, "", ""},
+	}
+	for _, tt := range tests {
+		a := e.get(tt.path, tt.token, nil)
+		if a.status != tt.status {
+			t.Errorf("%s: GET %s = %d, want %d: %s", tt.name, tt.path, a.status, tt.status, a.body)
+			continue
+		}
+		if tt.status == 200 {
+			if !strings.Contains(string(a.body), `"renderable":false`) || !strings.Contains(string(a.body), CodeDeleted) {
+				t.Errorf("%s: %s, want renderable false with %s", tt.name, a.body, CodeDeleted)
+			}
+			continue
+		}
+		if p := a.problems(t)[0]; p.Source != tt.source || p.Code != tt.code {
+			t.Errorf("%s: problem = %s/%s, want %s/%s (%q)", tt.name, p.Source, p.Code, tt.source, tt.code, p.Message)
+		}
+	}
+
+	// A workspace whose plan lapsed: Outline answers 402 to every call.
+	// That is Outline refusing this reader's workspace, not an outage
+	// (no 502): 403 forbidden.
+	f.SetPaymentRequired(true)
+	a := e.get("/render/"+pvt.ID, member.Token, nil)
+	if a.status != http.StatusForbidden {
+		t.Fatalf("402 from Outline: GET /render = %d, want 403: %s", a.status, a.body)
+	}
+	if p := a.problems(t)[0]; p.Code != CodeForbidden || !strings.Contains(p.Message, "payment required") {
+		t.Errorf("402 from Outline: problem = %+v, want forbidden naming the payment", p)
+	}
+}
