@@ -170,12 +170,15 @@ func (p *Pipeline) Check(req Request) (*Checked, error) {
 	opts := markdown.Options{LineOffset: bd.LineOffset}
 	if o := req.Outline; o != nil {
 		opts.OutlineURL = o.URL
-		def := binding.Binding{Title: o.Title, Author: o.Author, Language: o.Language}
+		// Outline's text is in Outline's dialect unless its metadata
+		// says otherwise.
+		def := binding.Binding{Title: o.Title, Author: o.Author, Language: o.Language, Dialect: string(markdown.DialectOutline)}
 		if !o.UpdatedAt.IsZero() {
 			def.Date = o.UpdatedAt.UTC().Format("2006-01-02")
 		}
 		b.Merge(def)
 	}
+	opts.Dialect = markdown.Dialect(b.Dialect) // "" is CommonMark
 	doc, err := markdown.Parse(bd.Body, opts)
 	if err != nil {
 		return nil, err
