@@ -95,3 +95,59 @@ func TestOutlinePrivateCollection(t *testing.T) {
 		t.Errorf("402 from Outline: problem = %+v, want forbidden naming the payment", p)
 	}
 }
+
+// TestOutlineGallery renders the text a real Outline 1.9.1 serialized for
+// a document with every common construct (../shared/outline-recordings/
+// gallery-serialized.md, the text of documents.info-gallery.json) through
+// GET /render, and checks the PDF with pdftotext: every construct's text
+// is there, and none of Outline's markup is left over.
+func TestOutlineGallery(t *testing.T) {
+	e := newOlEnv(t, olOptions{tex: true})
+	f := e.fake
+	// The attachment ids are the recorded ones: the text names them.
+	f.AddAttachment(outlinetest.Attachment{ID: "1319ca30-dca4-40da-a01e-cd188af70ffa", Body: olPNG(t, 160, 100), Local: true})
+	doc := f.AddDocument(outlinetest.Document{Title: "Gallery", Text: outlinetest.Text(t, "gallery"), CreatedBy: e.janePerson})
+	a := e.get("/render/"+doc.URLID, e.jane.Token, nil)
+	if a.status != http.StatusOK {
+		t.Fatalf("GET /render/%s = %d, want 200: %s", doc.URLID, a.status, a.body)
+	}
+	raw := olPDFTool(t, a.body, "pdftotext", "-enc", "UTF-8")
+	txt := strings.Join(strings.Fields(raw), " ")
+	for _, want := range []string{
+		"Heading one inside the text", "Heading two", "Heading three", "Heading four",
+		"Plain bold, italic, underline, strike, highlight, code, placeholder, a link, https://example.org.",
+		"Line one", "line two after a hard break.",
+		"price $5 and $10, env $HOME/$PATH.",
+		"An info notice.", "A warning notice.", "A tip notice with bold.", "A success notice.",
+		"Toggle title", "Toggle body.", "Nested toggle title", "Nested body.",
+		"bullet one", "nested bullet", "deeper bullet", "bullet two",
+		"first", "second", "nested ordered", "alpha one", "alpha two", "upper one", "upper two",
+		"open task", "done task", "A quote on two lines.",
+		"Left", "Center", "Right",
+		`func main() { fmt.Println("hi") }`, "graph TD; A-->B;",
+		"Mention @Bob Member and emoji 😄 👍 🔥 ❤", "🎉",
+		"report.pdf", "https://www.youtube.com/watch?v=dQw4w9WgXcQ",
+		"After a page break. Characters: * _ ` ~ [ # + : 1. < > & \"quotes\" ’single’.", // TeX's quotes
+	} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("pdftotext lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"+++", ":::", "==", `\n`, ":smile:", ":thumbs_up:", ":fire:", ":red_heart:", ":tada:",
+		"!!", "mention://", "attachments.redirect", "$$", `\int`, "=160x100", "right-50"} {
+		if strings.Contains(raw, bad) {
+			t.Errorf("pdftotext shows %q, which must not print", bad)
+		}
+	}
+	// The image (twice, same attachment) is in the PDF.
+	list := olPDFTool(t, a.body, "pdfimages", "-list")
+	if rows := strings.Split(strings.TrimSpace(list), "\n")[2:]; len(rows) < 1 {
+		t.Errorf("pdfimages -list has no image:\n%s", list)
+	}
+	// The page break (***) starts a page: the last paragraph is alone on
+	// the last page.
+	pages := strings.Split(raw, "\f")
+	if len(pages) < 2 || !strings.Contains(pages[len(pages)-2], "After a page break") && !strings.Contains(pages[len(pages)-1], "After a page break") {
+		t.Errorf("no page break before the last paragraph")
+	}
+}
