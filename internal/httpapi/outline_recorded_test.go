@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"flag"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +152,89 @@ func TestOutlineGallery(t *testing.T) {
 	pages := strings.Split(raw, "\f")
 	if len(pages) < 2 || !strings.Contains(pages[len(pages)-2], "After a page break") && !strings.Contains(pages[len(pages)-1], "After a page break") {
 		t.Errorf("no page break before the last paragraph")
+	}
+}
+
+var keepPDFs = flag.String("outline-pdfs", "", "write TestOutlineConstructs' PDFs into this folder, to look at them")
+
+// TestOutlineConstructs renders one document per construct of Outline's
+// serializer that the gallery lacks (testdata/outline/, written as
+// Outline's toMarkdown methods write them) through GET /render, and checks
+// each PDF with pdftotext: the text the reader saw in Outline is there, the
+// markup is not.
+func TestOutlineConstructs(t *testing.T) {
+	e := newOlEnv(t, olOptions{tex: true})
+	tests := []struct {
+		file      string
+		want, not []string
+	}{
+		{"letter-lists.md",
+			[]string{"a. alpha item", "b. bravo item", "a. inner alpha", "b. inner bravo", "c. charlie item",
+				"A. Upper alpha", "B. Upper bravo", "y. yankee item", "z. zulu item", "aa. double alpha item", "ab. double bravo item"},
+			[]string{"1. alpha", "11. double", "2. bravo"}},
+		{"toggles.md",
+			[]string{"Outer toggle title", "Outer toggle body.", "Inner toggle title", "Inner toggle body.",
+				"A toggle with a list inside", "first bullet in toggle", "second bullet in toggle"},
+			[]string{"+++"}},
+		{"notices.md",
+			[]string{"Warning", "Careful with this warning.", "Toggle inside a notice", "Body of the toggle inside the notice.",
+				"Toggle holding a notice", "Tip", "Tip inside a toggle."},
+			[]string{":::", "+++"}},
+		{"emoji.md",
+			[]string{"Emoji by Outline’s names:", "😀", "👎", "🤩", "🤭", "❤", "🚀"},
+			[]string{":grinning:", ":thumbs_down:", ":star_struck:", ":face_with_hand_over_mouth:", ":heart:", ":rocket:"}},
+		{"mentions.md",
+			[]string{"@Jane Doe", "@Design Team", "@Release Plan", "@Engineering", "@Fix login", "@Add export", "@Apollo", "@Status page"},
+			[]string{"mention://", "](", "user/"}},
+		{"media.md",
+			[]string{"report.pdf (", "Quarterly review (PDF,", "launch-demo.mp4 (video)", "Interview recording",
+				"https://www.youtube.com/watch?v=dQw4w9WgXcQ"},
+			[]string{"pdf:204800", "640x480", "102400", "attachments.redirect"}},
+		{"footnotes.md",
+			[]string{"A sentence with a footnote", "The first footnote’s text.", "The second footnote’s text."},
+			[]string{"[^1]", "[^2]"}},
+		{"layouts.md",
+			[]string{"Left column text.", "Right column text."},
+			[]string{":::", "layout_section"}},
+		{"dates.md",
+			[]string{"Due on 1 March 2026, reviewed 2026-04-15, open: Choose a date."},
+			[]string{"date:"}},
+		{"page-links.md",
+			[]string{"Engineering handbook", "Engineering"},
+			[]string{"/doc/", "/collection/"}},
+		{"math.md",
+			[]string{"Price $5, env $HOME/$PATH here."},
+			[]string{`\sum`, `\frac`, "$$", "$a"}},
+		{"tables.md",
+			[]string{"Name", "Notes", "Amount", "first row", "line one", "line two", "second", "code", "10", "20"},
+			[]string{"<br>", "|"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join("testdata", "outline", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := e.fake.AddDocument(outlinetest.Document{Title: strings.TrimSuffix(tt.file, ".md"), Text: string(text), CreatedBy: e.janePerson})
+			a := e.get("/render/"+doc.ID, e.jane.Token, nil)
+			if a.status != http.StatusOK {
+				t.Fatalf("GET /render = %d, want 200: %s", a.status, a.body)
+			}
+			raw := olPDFTool(t, a.body, "pdftotext", "-enc", "UTF-8")
+			txt := strings.Join(strings.Fields(raw), " ")
+			for _, want := range tt.want {
+				if !strings.Contains(txt, want) {
+					t.Errorf("pdftotext lacks %q:\n%s", want, raw)
+				}
+			}
+			if *keepPDFs != "" {
+				os.WriteFile(filepath.Join(*keepPDFs, tt.file+".pdf"), a.body, 0o644)
+			}
+			for _, bad := range tt.not {
+				if strings.Contains(raw, bad) {
+					t.Errorf("pdftotext shows %q, which must not print:\n%s", bad, raw)
+				}
+			}
+		})
 	}
 }

@@ -168,7 +168,7 @@ func linksOf(root ast.Node, src []byte) []string {
 // random mixes of the characters that matter to inline links.
 func TestLinkGuardAgreesWithGoldmark(t *testing.T) {
 	plain := goldmark.New().Parser()
-	ours := newParser()
+	ours := parserFor(DialectOutline)
 	rng := rand.New(rand.NewPCG(10, 1))
 	pieces := []string{"[", "]", "(", ")", "<", ">", "\"", "'", " ", "\n", "a", "\\", "![", "](", "](<", "> ", "\t", "b c", "\n\n"}
 	n := 20000

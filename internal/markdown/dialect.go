@@ -162,6 +162,24 @@ func insideRawChild(node ast.Node, pc parser.Context) bool {
 	return false
 }
 
+// insideNotice reports whether a notice with node's fence was opened
+// inside node and is still open: a closing fence closes the innermost one,
+// so that a notice can hold another one with the same fence.
+func insideNotice(node ast.Node, pc parser.Context) bool {
+	blocks := pc.OpenedBlocks()
+	for i, b := range blocks {
+		if b.Node != node {
+			continue
+		}
+		for _, c := range blocks[i+1:] {
+			if n, ok := c.Node.(*Notice); ok && n.fence == node.(*Notice).fence {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // noticeParser parses `:::info` … `:::`. The closing line must repeat the
 // opening's number of colons, so that a longer fence can hold a shorter one.
 type noticeParser struct{}
@@ -189,11 +207,23 @@ func (noticeParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 	for k < len(line) && (line[k] >= 'a' && line[k] <= 'z' || line[k] >= 'A' && line[k] <= 'Z') {
 		k++
 	}
+	for k < len(line) && line[k] == '_' && k+1 < len(line) && line[k+1] >= 'a' && line[k+1] <= 'z' {
+		k++ // layout_section
+		for k < len(line) && line[k] >= 'a' && line[k] <= 'z' {
+			k++
+		}
+	}
 	if k == j || !util.IsBlank(line[k:]) {
 		return nil, parser.NoChildren
 	}
 	style := string(bytes.ToLower(line[j:k]))
 	switch style {
+	case "layout", "layout_section":
+		// Outline's side-by-side columns (::::layout, :::layout_section):
+		// printed one after another, a page has no room for columns of
+		// arbitrary blocks.
+		reader.AdvanceToEOL()
+		return &Notice{Style: style, fence: fence}, parser.HasChildren
 	case "info", "warning", "tip", "success":
 	case "note", "notice":
 		style = "info"
@@ -208,7 +238,7 @@ func (noticeParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 
 func (noticeParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
 	line, _ := reader.PeekLine()
-	if fenceLine(line, ':', node.(*Notice).fence) && !insideRawChild(node, pc) {
+	if fenceLine(line, ':', node.(*Notice).fence) && !insideRawChild(node, pc) && !insideNotice(node, pc) {
 		reader.AdvanceToEOL()
 		return parser.Close
 	}

@@ -737,6 +737,11 @@ func (r *writer) nested(env, arg string, n ast.Node) {
 var noticeLabels = map[string]string{"info": "Info", "warning": "Warning", "tip": "Tip", "success": "Success"}
 
 func (r *writer) notice(n *Notice) {
+	if n.Style == "layout" || n.Style == "layout_section" {
+		// Outline's columns print one after another.
+		r.blocks(n)
+		return
+	}
 	label, ok := noticeLabels[n.Style]
 	if !ok {
 		n.Style, label = "info", "Info"
@@ -1249,18 +1254,38 @@ func shorten(s string) string {
 	return s
 }
 
-var attachmentRE = regexp.MustCompile(`^(.*\S)\s+(\d{1,15})$`)
+var (
+	attachmentRE = regexp.MustCompile(`^(.*\S)\s+(\d{1,15})$`)
+	mediaRE      = regexp.MustCompile(`^(.*\S)\s+(?:pdf:(\d{1,15})|\d{1,6}x\d{1,6})$`)
+)
 
 func (r *writer) linkNode(n *ast.Link) {
 	dest := resolveEscapes(n.Destination)
 	lower := strings.ToLower(dest)
-	if strings.HasPrefix(lower, "mention:") {
-		// Outline mention: the name, no target.
+	if strings.HasPrefix(lower, "mention:") || strings.HasPrefix(lower, "date:") {
+		// Outline mention, or a date chip ([1 March](date:2026-03-01)):
+		// the text the reader saw, no target.
 		r.inlines(n)
 		return
 	}
 	if strings.Contains(lower, "/api/attachments.redirect") {
-		if m := attachmentRE.FindStringSubmatch(r.d.plain(n)); m != nil {
+		// Outline's PDF ([report pdf:102400](…)) and video ([clip.mp4
+		// 640x480](…)) nodes: the name and what it is, not the raw sizes.
+		plain := r.d.plain(n)
+		if m := mediaRE.FindStringSubmatch(plain); m != nil {
+			t, problem := r.resolveLink(dest)
+			if problem != "" {
+				r.warn(n, "%s", problem)
+			}
+			label := strings.TrimSpace(m[1]) + " (video)"
+			if m[2] != "" {
+				size, _ := strconv.ParseInt(m[2], 10, 64)
+				label = strings.TrimSpace(m[1]) + " (PDF, " + formatSize(size) + ")"
+			}
+			r.hyper(n, t, func() { r.text(label, modeText) })
+			return
+		}
+		if m := attachmentRE.FindStringSubmatch(plain); m != nil {
 			size, _ := strconv.ParseInt(m[2], 10, 64)
 			t, problem := r.resolveLink(dest)
 			if problem != "" {
