@@ -827,14 +827,17 @@ func (s *Server) collectionsInfo(w http.ResponseWriter, r *http.Request, body ma
 // read, or answers Outline's error.
 func (s *Server) readableCollection(w http.ResponseWriter, r *http.Request, u *User, body map[string]any) (*Collection, bool) {
 	id, _ := body["id"].(string)
-	if !uuidRE.MatchString(id) && slugURLIDRE.FindStringSubmatch(id) == nil {
+	urlID := ""
+	if m := slugURLIDRE.FindStringSubmatch(id); m != nil {
+		urlID = m[1]
+	} else if !uuidRE.MatchString(id) {
 		s.recordedError(w, r, "documents.info-malformed")
 		return nil, false
 	}
 	s.mu.Lock()
 	var c *Collection
 	for _, x := range s.collections {
-		if strings.EqualFold(x.ID, id) || x.URLID == id {
+		if strings.EqualFold(x.ID, id) || x.URLID == urlID {
 			c = x
 		}
 	}
