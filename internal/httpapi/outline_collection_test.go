@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,9 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline/outlinetest"
+	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/tex"
 )
 
 // collectionFixture is a collection of 30 documents nested three deep
@@ -20,13 +26,18 @@ import (
 // may read but not download, in a fake Outline answering as the real one.
 type collectionFixture struct {
 	e      *olEnv
+	ids    []string // the printed documents' ids, in tree order
 	col    outlinetest.Collection
 	titles []string // the 30 printed documents, in tree order
 	depths []int
 }
 
 func newCollectionFixture(t *testing.T) *collectionFixture {
-	e := newOlEnv(t, olOptions{tex: true})
+	return newCollectionFixtureWith(t, olOptions{tex: true})
+}
+
+func newCollectionFixtureWith(t *testing.T, o olOptions) *collectionFixture {
+	e := newOlEnv(t, o)
 	f := &collectionFixture{e: e}
 	f.col = e.fake.AddCollection(outlinetest.Collection{Name: "Engineering Handbook"})
 	img := e.fake.AddAttachment(outlinetest.Attachment{Body: olPNG(t, 90, 60), Local: true})
@@ -42,6 +53,7 @@ func newCollectionFixture(t *testing.T) *collectionFixture {
 		d := e.fake.AddDocument(outlinetest.Document{Title: title, Text: text, CollectionID: f.col.ID,
 			ParentID: parent, CreatedBy: e.janePerson})
 		f.titles = append(f.titles, title)
+		f.ids = append(f.ids, d.ID)
 		f.depths = append(f.depths, depth)
 		return d.ID
 	}
@@ -197,4 +209,54 @@ func TestOutlineCollectionRefusals(t *testing.T) {
 	if n := e.rendered.count(); n != 0 {
 		t.Errorf("%d refused collections reached the renderer", n)
 	}
+}
+
+var measureCollection = flag.Bool("measure-collection", false,
+	"TestMeasureCollection: time the 30-document collection as one PDF against its documents one by one (warm pool), and print the ratio")
+
+// TestMeasureCollection measures, it asserts nothing about time: with
+// -measure-collection it prints how long the collection of
+// TestOutlineCollection takes as one PDF and as 30 single documents
+// through the same warm pool, and the ratio. Run it alone:
+//
+//	go test -run TestMeasureCollection -measure-collection -v ./internal/httpapi/
+func TestMeasureCollection(t *testing.T) {
+	if !*measureCollection {
+		t.Skip("a measurement: run with -measure-collection")
+	}
+	testenv.Require(t, "xelatex")
+	pool, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Max: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close(context.Background()) })
+	f := newCollectionFixtureWith(t, olOptions{tex: true, engine: pool,
+		admission: admission.Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute}})
+	e := f.e
+	// Warm up both paths once.
+	e.get("/render/collection/"+f.col.ID, e.jane.Token, nil)
+	e.get("/render/"+f.ids[0], e.jane.Token, nil)
+	const rounds = 3
+	var whole, single time.Duration
+	for range rounds {
+		start := time.Now()
+		if a := e.get("/render/collection/"+f.col.ID, e.jane.Token, nil); a.status != 200 {
+			t.Fatalf("collection: %d %s", a.status, a.body)
+		}
+		whole += time.Since(start)
+		start = time.Now()
+		for _, id := range f.ids {
+			if a := e.get("/render/"+id, e.jane.Token, nil); a.status != 200 {
+				t.Fatalf("document: %d %s", a.status, a.body)
+			}
+		}
+		single += time.Since(start)
+	}
+	whole /= rounds
+	single /= rounds
+	t.Logf("\n%-40s %10s\n%-40s %10s\n%-40s %10s\n%-40s %10.2f",
+		"30 documents", "wall time",
+		"one PDF (GET /render/collection)", whole.Round(time.Millisecond),
+		"one by one (30 × GET /render)", single.Round(time.Millisecond),
+		"ratio (one PDF / one by one)", float64(whole)/float64(single))
 }
