@@ -164,6 +164,8 @@ var keepPDFs = flag.String("outline-pdfs", "", "write TestOutlineConstructs' PDF
 // markup is not.
 func TestOutlineConstructs(t *testing.T) {
 	e := newOlEnv(t, olOptions{tex: true})
+	// The custom emoji of emoji.md, an uploaded image.
+	e.fake.AddAttachment(outlinetest.Attachment{ID: "5c1d7a2e-3b4f-4a6c-9d8e-7f6a5b4c3d2e", Body: olPNG(t, 64, 64)})
 	tests := []struct {
 		file      string
 		want, not []string
@@ -182,7 +184,8 @@ func TestOutlineConstructs(t *testing.T) {
 			[]string{":::", "+++"}},
 		{"emoji.md",
 			[]string{"Emoji by Outline’s names:", "😀", "👎", "🤩", "🤭", "❤", "🚀"},
-			[]string{":grinning:", ":thumbs_down:", ":star_struck:", ":face_with_hand_over_mouth:", ":heart:", ":rocket:"}},
+			[]string{":grinning:", ":thumbs_down:", ":star_struck:", ":face_with_hand_over_mouth:", ":heart:", ":rocket:",
+				"5c1d7a2e", "::"}},
 		{"mentions.md",
 			[]string{"@Jane Doe", "@Design Team", "@Release Plan", "@Engineering", "@Fix login", "@Add export", "@Apollo", "@Status page"},
 			[]string{"mention://", "](", "user/"}},
@@ -229,6 +232,13 @@ func TestOutlineConstructs(t *testing.T) {
 			}
 			if *keepPDFs != "" {
 				os.WriteFile(filepath.Join(*keepPDFs, tt.file+".pdf"), a.body, 0o644)
+			}
+			if tt.file == "emoji.md" {
+				// The custom emoji is the one image, at its own size.
+				list := olPDFTool(t, a.body, "pdfimages", "-list")
+				if rows := strings.Split(strings.TrimSpace(list), "\n")[2:]; len(rows) != 1 || !strings.Contains(rows[0], " 64 ") {
+					t.Errorf("pdfimages -list = %s, want the custom emoji's 64x64 image", list)
+				}
 			}
 			for _, bad := range tt.not {
 				if strings.Contains(raw, bad) {

@@ -7,8 +7,10 @@ import (
 	"github.com/yuin/goldmark"
 	emoji "github.com/yuin/goldmark-emoji"
 	"github.com/yuin/goldmark-emoji/definition"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
 
@@ -74,6 +76,7 @@ func buildParser(outline bool) parser.Parser {
 			util.Prioritized(underParser, 500),
 		)
 		emojis = emoji.NewParser(emoji.WithEmojis(outlineEmojis()).(emoji.ParserOption))
+		inline = append(inline, util.Prioritized(customEmojiParser{}, 590))
 	}
 	inline = append(inline,
 		util.Prioritized(mathInlineParser{outline: outline}, 150),
@@ -209,4 +212,46 @@ func letterLabel(value int, upper bool) string {
 		b = append([]byte{base + byte(n%26)}, b...)
 	}
 	return string(b)
+}
+
+// CustomEmojiPath is where Outline serves a custom emoji's image
+// (`/api/emojis.redirect?id=<uuid>`, a redirect to its file, read with the
+// reader's session like an attachment).
+const CustomEmojiPath = "/api/emojis.redirect"
+
+// customEmojiParser reads Outline's custom emoji, `:<uuid>:` (Emoji's
+// toMarkdown writes the emoji's id as its name), as a small inline image of
+// CustomEmojiPath: the document's images fetch it like any other.
+type customEmojiParser struct{}
+
+func (customEmojiParser) Trigger() []byte { return []byte{':'} }
+
+func (customEmojiParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	line, _ := block.PeekLine()
+	const n = 36 // a UUID
+	if len(line) < n+2 || line[n+1] != ':' || !isUUID(line[1:n+1]) {
+		return nil
+	}
+	id := string(bytes.ToLower(line[1 : n+1]))
+	block.Advance(n + 2)
+	link := ast.NewLink()
+	link.Destination = []byte(CustomEmojiPath + "?id=" + id)
+	link.Title = []byte(" =18x18") // about the height of a line, as Outline shows it
+	return ast.NewImage(link)
+}
+
+func isUUID(b []byte) bool {
+	for i, c := range b {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -594,7 +594,9 @@ func (s *Server) serveOutline(w http.ResponseWriter, r *http.Request) {
 		s.collectionsInfo(w, r, body)
 	case "/api/collections.documents":
 		s.collectionsDocuments(w, r, body)
-	case "/api/attachments.redirect":
+	case "/api/attachments.redirect", "/api/emojis.redirect":
+		// A custom emoji's image is an attachment of the fake, its id the
+		// emoji's.
 		s.attachmentsRedirect(w, r, body)
 	case "/api/files.get":
 		s.filesGet(w, r)
