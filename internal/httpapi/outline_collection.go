@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/outprint/outprint/internal/collection"
+	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/render"
@@ -28,17 +29,33 @@ import (
 // collection.
 func (s *Server) outlineCollectionRender(w http.ResponseWriter, r *http.Request) {
 	outlineHeaders(w)
-	user, checked, name, err := s.outlineCollectionCheck(r)
+	var a *admitted
+	defer func() {
+		if a != nil {
+			a.done()
+		}
+	}()
+	enter := func(id identity) (*admitted, error) {
+		var err error
+		a, err = s.enter(id)
+		return a, err
+	}
+	req, err := s.outlineCollectionRequest(r, r.PathValue("collectionId"), enter)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.admitAndRender(r, identity{user: user.ID, tenant: user.TeamID}, checked)
+	checked, err := s.check(r.Context(), a, req.Request)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res.Title = name
+	res, err := s.fetchAndRender(r, a, checked)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res.Title = req.Collection.Title
 	writePDF(w, res)
 }
 
@@ -47,59 +64,99 @@ func (s *Server) outlineCollectionRender(w http.ResponseWriter, r *http.Request)
 var errEmptyCollection = limits.Invalid(limits.Problem{Field: "collectionId", Source: limits.SourceRequest,
 	Code: limits.CodeInvalid, Message: "the collection has no document you may download"})
 
-// outlineCollectionCheck reads the collection and every document of it as
-// the reader and assembles them, without fetching images or counting
-// anything.
-func (s *Server) outlineCollectionCheck(r *http.Request) (*outline.User, *render.Checked, string, error) {
+// collectionPrefix marks a job's Outline source as a collection
+// (jobs.OutlineSource.DocumentID).
+const collectionPrefix = "collection:"
+
+// outlineCollectionJob is POST /v1/jobs with {"source":{"outline":
+// {"collectionId":"…"}}}: the collection read and assembled as for GET
+// /render/collection, its images fetched with the reader's cookie at
+// acceptance, rendered later by a worker. A download asks Outline again
+// whether the reader of that request can read the collection.
+func (s *Server) outlineCollectionJob(r *http.Request, a *admitted, id string) (jobs.Input, error) {
+	// The job's caller was counted already (a).
+	req, err := s.outlineCollectionRequest(r, id, func(identity) (*admitted, error) { return a, nil })
+	if err != nil {
+		return jobs.Input{}, err
+	}
+	src := &jobs.OutlineSource{
+		DocumentID: collectionPrefix + req.Collection.ID,
+		Parts:      req.Parts,
+		URL:        req.Collection.URL,
+		Title:      req.Collection.Title,
+	}
+	in, err := s.prepareJob(r.Context(), a, req.Request, "")
+	in.Outline = src
+	return in, err
+}
+
+// collectionRequest is a collection read and assembled: the render
+// request, and the collection's id.
+type collectionRequest struct {
+	render.Request
+	Collection struct {
+		ID, URL, Title string
+	}
+}
+
+// outlineCollectionRequest reads the collection and every document of it as
+// the reader and assembles them, without fetching images. Once Outline
+// confirmed the reader it counts them (enter), before the documents are
+// read and checked.
+func (s *Server) outlineCollectionRequest(r *http.Request, id string, enter func(identity) (*admitted, error)) (collectionRequest, error) {
+	var cr collectionRequest
 	c := s.cfg.Outline
 	if c == nil {
-		return nil, nil, "", errOutlineOff
+		return cr, errOutlineOff
 	}
-	id := r.PathValue("collectionId")
 	if !outline.ValidCollectionID(id) {
-		return nil, nil, "", &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
+		return cr, &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
 			Message: "the collection id is not a UUID or urlId"}
 	}
 	token := outline.TokenFromRequest(r)
 	if token == "" {
-		return nil, nil, "", &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
+		return cr, &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
 			Message: "no valid accessToken cookie in the request"}
 	}
 	ctx := r.Context()
 	user, err := c.AuthInfo(ctx, token)
 	if err != nil {
-		return nil, nil, "", err
+		return cr, err
+	}
+	if _, err := enter(identity{user: user.ID, tenant: user.TeamID}); err != nil {
+		return cr, err
 	}
 	col, err := c.Collection(ctx, token, id)
 	if err != nil {
-		return nil, nil, "", err
+		return cr, err
 	}
 	docs, skipped, err := readTree(ctx, c, token, col.Tree)
 	if err != nil {
-		return nil, nil, "", err
+		return cr, err
 	}
 	if len(docs) == 0 {
 		if len(skipped) > 0 {
-			return nil, nil, "", outline.ErrNoDownload
+			return cr, outline.ErrNoDownload
 		}
-		return nil, nil, "", errEmptyCollection
+		return cr, errEmptyCollection
 	}
 	if err := collection.Check(docs); err != nil {
-		return nil, nil, "", err
+		return cr, err
 	}
 	name := col.Name
 	if strings.TrimSpace(name) == "" {
 		name = "Untitled collection"
 	}
-	checked, err := s.cfg.Pipeline.Check(render.Request{
+	cr.Request = render.Request{
 		Name:     name + ".md",
 		Markdown: collection.Markdown(docs, skipped),
 		Metadata: []byte(`{"toc":true}`),
 		Outline:  &render.OutlineDoc{URL: c.BaseURL().String(), Title: name},
 		Images:   c.Images(token),
 		Parts:    len(docs),
-	})
-	return user, checked, name, err
+	}
+	cr.Collection.ID, cr.Collection.URL, cr.Collection.Title = col.ID, c.BaseURL().String(), name
+	return cr, nil
 }
 
 // readTree reads the documents of a collection's tree in order, as the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline/outlinetest"
 	"github.com/outprint/outprint/internal/testenv"
@@ -259,4 +260,40 @@ func TestMeasureCollection(t *testing.T) {
 		"one PDF (GET /render/collection)", whole.Round(time.Millisecond),
 		"one by one (30 × GET /render)", single.Round(time.Millisecond),
 		"ratio (one PDF / one by one)", float64(whole)/float64(single))
+}
+
+// TestOutlineCollectionJob is the job form: POST /v1/jobs with
+// {"source":{"outline":{"collectionId":…}}} reads the collection and its
+// images as the reader at acceptance; a worker renders it; each download
+// asks Outline again whether that request's reader can read the collection.
+func TestOutlineCollectionJob(t *testing.T) {
+	e := newJobsEnv(t, jobsOptions{kind: "sqlite", outline: true})
+	jane := e.fake.AddUser(outlinetest.User{Name: "Jane Doe", Token: "tok.jane-secret-1"})
+	nina := e.fake.AddUser(outlinetest.User{Name: "Nina NoAccess", Token: "tok.nina-secret-2"})
+	col := e.fake.AddCollection(outlinetest.Collection{Name: "Policies", Private: true, Members: []string{jane.ID}})
+	img := e.fake.AddAttachment(outlinetest.Attachment{Body: pngImage(t, 60, 40)})
+	author := outlinetest.Person{ID: jane.ID, Name: jane.Name}
+	top := e.fake.AddDocument(outlinetest.Document{Title: "Travel", Text: "Book trains.\n\n ![Map](" + img + ")", CollectionID: col.ID, CreatedBy: author})
+	e.fake.AddDocument(outlinetest.Document{Title: "Expenses", Text: "Keep receipts.", CollectionID: col.ID, ParentID: top.ID, CreatedBy: author})
+	source := map[string]any{"source": map[string]any{"outline": map[string]any{"collectionId": col.URLID}}}
+
+	e.do(as(jsonBody("", source, nil), nina.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
+	v := e.do(as(jsonBody("", source, nil), jane.Token)).view(t, http.StatusAccepted)
+	v = e.waitState(jane.Token, v.ID, jobs.StateSucceeded)
+	if v.State != jobs.StateSucceeded {
+		t.Fatalf("collection job = %+v (error %+v), want succeeded", v, v.Error)
+	}
+	pdf := e.do(as(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/result"}, jane.Token)).wantPDF(t)
+	if got := pdfInfo(t, pdf, "Title"); got != "Policies" {
+		t.Errorf("PDF title = %q, want the collection's name", got)
+	}
+	txt := strings.Join(strings.Fields(pdfText(t, pdf)), " ")
+	for _, want := range []string{"Contents", "Travel", "Expenses", "Book trains.", "Keep receipts."} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("PDF text lacks %q: %s", want, txt)
+		}
+	}
+	// Jane leaves the collection: her next download is refused.
+	e.fake.AddCollection(outlinetest.Collection{ID: col.ID, URLID: col.URLID, Name: col.Name, Private: true})
+	e.do(as(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/result"}, jane.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
 }
