@@ -44,7 +44,7 @@ func TestNestingRefused(t *testing.T) {
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
-		_, err := Parse([]byte(tc.src), Options{LineOffset: 0})
+		_, err := Parse([]byte(tc.src), Options{LineOffset: 0, Dialect: DialectOutline}) // toggles are Outline's
 		runtime.ReadMemStats(&m1)
 		var le *limits.Error
 		if !errors.As(err, &le) || le.Status != 422 || len(le.Problems) != 1 {

@@ -607,6 +607,10 @@ var (
 		}
 		return ast.NewEmphasis(1)
 	}}}
+	// strongUnderParser is `_` in CommonMark: emphasis for one, strong for
+	// two. It replaces goldmark's own emphasis parser in that dialect too,
+	// for the bound on delimiter runs (bounds.go's planDelimiters).
+	strongUnderParser = &delimParser{proc: &delimProc{char: '_', match: func(c int) ast.Node { return ast.NewEmphasis(c) }}}
 	highlightParser   = &delimParser{proc: &delimProc{char: '=', match: func(int) ast.Node { return &Highlight{} }}, exact: 2}
 	placeholderParser = &delimParser{proc: &delimProc{char: '!', match: func(int) ast.Node { return &Placeholder{} }}, exact: 2}
 )

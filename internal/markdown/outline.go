@@ -62,19 +62,24 @@ func parserFor(d Dialect) parser.Parser {
 func buildParser(outline bool) parser.Parser {
 	var inline []util.PrioritizedValue
 	for _, v := range parser.DefaultInlineParsers() {
-		// Outline reads `__x__` as underline, so there `*` and `_` get
-		// parsers of their own instead of CommonMark's shared one.
-		if outline && bytes.Equal(v.Value.(parser.InlineParser).Trigger(), []byte{'*', '_'}) {
+		// `*` and `_` get parsers of their own instead of goldmark's
+		// shared one: bounded (bounds.go), and in Outline's dialect `__x__`
+		// is underline.
+		if bytes.Equal(v.Value.(parser.InlineParser).Trigger(), []byte{'*', '_'}) {
 			continue
 		}
 		inline = append(inline, guardInline(v))
 	}
 	emojis := emoji.NewParser()
+	under := strongUnderParser
 	if outline {
-		inline = append(inline,
-			util.Prioritized(starParser, 500),
-			util.Prioritized(underParser, 500),
-		)
+		under = underParser
+	}
+	inline = append(inline,
+		util.Prioritized(starParser, 500),
+		util.Prioritized(under, 500),
+	)
+	if outline {
 		emojis = emoji.NewParser(emoji.WithEmojis(outlineEmojis()).(emoji.ParserOption))
 		inline = append(inline, util.Prioritized(customEmojiParser{}, 590))
 	}
