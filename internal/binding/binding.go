@@ -34,6 +34,9 @@ type Binding struct {
 	Paper          string // "a4" (default) or "letter"
 	TOC            *bool  // default: true when the body has at least 4 headings
 	NumberSections *bool  // default false
+	// Dialect is "commonmark" or "outline": the rules the body is read
+	// with. Default: "outline" for Outline's documents, else "commonmark".
+	Dialect string
 }
 
 // Document is Markdown split into its front matter and its body.
@@ -58,7 +61,7 @@ var (
 
 // field describes one metadata field: its name and how to set it.
 type field struct {
-	kind string // "text", "title", "date", "language", "paper", "bool"
+	kind string // "text", "title", "date", "language", "paper", "dialect", "bool"
 	set  func(b *Binding, s string, v bool)
 }
 
@@ -72,6 +75,7 @@ var fields = map[string]field{
 	"paper":          {"paper", func(b *Binding, s string, _ bool) { b.Paper = s }},
 	"toc":            {"bool", func(b *Binding, _ string, v bool) { b.TOC = &v }},
 	"numberSections": {"bool", func(b *Binding, _ string, v bool) { b.NumberSections = &v }},
+	"dialect":        {"dialect", func(b *Binding, s string, _ bool) { b.Dialect = s }},
 }
 
 // Parse splits src into front matter and body and reads both the front
@@ -176,6 +180,10 @@ func check(b *Binding, name string, line int, s string, isString bool, boolValue
 	case "paper":
 		if s != "a4" && s != "letter" {
 			return []limits.Problem{problem(name, line, limits.CodeInvalid, "paper must be a4 or letter")}
+		}
+	case "dialect":
+		if s != "commonmark" && s != "outline" {
+			return []limits.Problem{problem(name, line, limits.CodeInvalid, "dialect must be commonmark or outline")}
 		}
 	}
 	f.set(b, s, false)
@@ -324,5 +332,8 @@ func (b *Binding) Merge(other Binding) {
 	}
 	if b.NumberSections == nil {
 		b.NumberSections = other.NumberSections
+	}
+	if b.Dialect == "" {
+		b.Dialect = other.Dialect
 	}
 }

@@ -28,6 +28,8 @@ func TestParseValid(t *testing.T) {
 		{"unclosed is body", "---\ntitle: A\n", "", Binding{}, "---\ntitle: A\n", 0},
 		{"empty front matter", "---\n---\nx\n", "", Binding{}, "x\n", 2},
 		{"crlf", "---\r\ntitle: A\r\n---\r\nx", "", Binding{Title: "A"}, "x", 3},
+		{"dialect", "---\ndialect: outline\n---\nx", "", Binding{Dialect: "outline"}, "x", 3},
+		{"dialect from json", "x", `{"dialect":"commonmark"}`, Binding{Dialect: "commonmark"}, "x", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +62,7 @@ func TestParseInvalid(t *testing.T) {
 		{"every error at once", "---\ntitle: \"\"\nauthr: x\ndate: 2026-13-45\nversion: 3.2\ntoc: maybe\npaper: a5\nlanguage: \"english language\"\n---\n", "",
 			[]want{{"metadata.title", "invalid", 2}, {"metadata.authr", "unknown", 3}, {"metadata.date", "invalid", 4}, {"metadata.version", "invalid", 5}, {"metadata.toc", "invalid", 6}, {"metadata.paper", "invalid", 7}, {"metadata.language", "invalid", 8}}},
 		{"duplicate key", "---\ntitle: A\ntitle: B\n---\n", "", []want{{"metadata.title", "invalid", 3}}},
+		{"unknown dialect", "---\ndialect: gfm\n---\n", "", []want{{"metadata.dialect", "invalid", 2}}},
 		{"not a mapping", "---\n- a\n- b\n---\n", "", []want{{"metadata", "invalid", 2}}},
 		{"bad yaml", "---\ntitle: [a\n---\n", "", []want{{"metadata", "invalid", 0}}},
 		{"nested value", "---\nauthor:\n  name: x\n---\n", "", []want{{"metadata.author", "invalid", 2}}},

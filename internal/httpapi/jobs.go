@@ -221,7 +221,8 @@ type jobBody struct {
 	Metadata json.RawMessage `json:"metadata"`
 	Source   *struct {
 		Outline *struct {
-			DocumentID string `json:"documentId"`
+			DocumentID   string `json:"documentId"`
+			CollectionID string `json:"collectionId"`
 		} `json:"outline"`
 	} `json:"source"`
 	// CallbackURL receives the job's status document when it ends
@@ -294,6 +295,12 @@ func (s *Server) readJobBody(r *http.Request, a *admitted, body jobBody) (jobs.I
 		}
 		if body.Source.Outline == nil {
 			return jobs.Input{}, badRequest("source", `source must be {"outline":{"documentId":"…"}}`)
+		}
+		if id := body.Source.Outline.CollectionID; id != "" {
+			if body.Source.Outline.DocumentID != "" {
+				return jobs.Input{}, badRequest("source", "send either documentId or collectionId, not both")
+			}
+			return s.outlineCollectionJob(r, a, id)
 		}
 		return s.outlineJob(r, a, body.Source.Outline.DocumentID)
 	}
@@ -623,6 +630,12 @@ func (s *Server) checkDownload(r *http.Request, id string) error {
 		return &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
 			Message: "no valid accessToken cookie in the request"}
 	}
+	if col, ok := strings.CutPrefix(id, collectionPrefix); ok {
+		// A collection: the reader must still be able to read it. Each
+		// document's download right was asked at acceptance.
+		_, err := c.Collection(r.Context(), token, col)
+		return err
+	}
 	doc, err := c.Document(r.Context(), token, id)
 	if err != nil {
 		return err
@@ -760,6 +773,9 @@ func (jr *JobRenderer) Render(ctx context.Context, in jobs.RenderInput, progress
 		Metadata: in.Metadata,
 		Images:   images.Assets(in.Assets),
 		Outline:  outlineDoc(in.Outline),
+	}
+	if in.Outline != nil {
+		req.Parts = in.Outline.Parts
 	}
 	checked, err := jr.pipeline.Check(req)
 	if err != nil {

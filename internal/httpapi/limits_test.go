@@ -148,7 +148,7 @@ func TestPageLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{limits: limits.Render{MaxPages: 2}})
 	var b strings.Builder
-	b.WriteString("# Pages\n\n")
+	b.WriteString("---\ndialect: outline\n---\n# Pages\n\n") // *** is a page break
 	for i := range 5 {
 		fmt.Fprintf(&b, "Page %d.\n\n***\n\n", i+1)
 	}

@@ -34,6 +34,7 @@ const (
 	CodeForbidden   = "forbidden"    // 403: Outline refuses the reader, or no download right
 	CodeRateLimited = "rate_limited" // 429: Outline rate-limits the reader
 	CodeUnavailable = "unavailable"  // 502: Outline cannot be asked or fails
+	CodeDeleted     = "deleted"      // 410: the document is in Outline's trash
 )
 
 // errOutlineOff answers the Outline routes when outline.url is not set.
@@ -223,6 +224,9 @@ func outlineAnswer(err error) (status int, problems []limits.Problem, retryAfter
 	case errors.Is(err, outline.ErrNoDownload):
 		return one(http.StatusForbidden, limits.Problem{Source: limits.SourceAuth, Code: CodeForbidden,
 			Message: "you may read this document in Outline but not download it; printing it needs the download right, ask the document's owner"})
+	case errors.Is(err, outline.ErrDeleted):
+		return one(http.StatusGone, limits.Problem{Source: limits.SourceDocument, Code: CodeDeleted,
+			Message: "this document is in Outline's trash; restore it in Outline to print it"})
 	case errors.Is(err, outline.ErrTooLarge):
 		return one(http.StatusRequestEntityTooLarge, limits.Problem{Source: limits.SourceDocument, Code: limits.CodeTooLarge,
 			Message: "the document is too large to render"})
@@ -256,6 +260,14 @@ func apiAnswer(e *outline.APIError) (int, []limits.Problem, int, bool) {
 	case http.StatusBadRequest:
 		return one(http.StatusBadRequest, limits.Problem{Field: "documentId", Source: limits.SourceRequest, Code: limits.CodeInvalid,
 			Message: "the document id is not a UUID, urlId or slug-urlId"})
+	case http.StatusPaymentRequired:
+		// Outline's cloud answers 402 payment_required for every call of
+		// a workspace whose plan has lapsed. Neither the reader nor a
+		// retry can change that, and outprint is not at fault (no 5xx):
+		// the reader may not print from this workspace until an admin
+		// settles it.
+		return one(http.StatusForbidden, limits.Problem{Source: limits.SourceAuth, Code: CodeForbidden,
+			Message: "Outline refuses this workspace's requests until its plan is renewed (payment required); ask a workspace admin"})
 	case http.StatusTooManyRequests:
 		retry := max(1, int(math.Ceil(e.RetryAfter.Seconds())))
 		return http.StatusTooManyRequests, []limits.Problem{{Source: limits.SourceService, Code: CodeRateLimited,

@@ -64,6 +64,8 @@ type olOptions struct {
 	fetch func(*fetch.Config)
 	// outline are options of the Outline client.
 	outline []outline.Option
+	// engine, when set with tex, replaces the cold runner (a warm pool).
+	engine render.Engine
 }
 
 // olKeys is an Authenticator with one API key, to prove that /v1/render
@@ -166,6 +168,9 @@ func newOlEnv(t *testing.T, o olOptions) *olEnv {
 			t.Fatalf("tex.NewRunner: %v", err)
 		}
 		engine = runner
+		if o.engine != nil {
+			engine = o.engine
+		}
 	}
 	pipeline := render.New(render.Config{Engine: engine, TempDir: t.TempDir()})
 	var renderer Renderer = pipeline

@@ -238,6 +238,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.Handle("/v1/render", method(s, http.MethodPost, s.renderAPI))
 	mux.Handle("/render/{documentId}", method(s, http.MethodGet, s.outlineRender))
+	mux.Handle("/render/collection/{collectionId}", method(s, http.MethodGet, s.outlineCollectionRender))
 	mux.Handle("/status/{documentId}", method(s, http.MethodGet, s.outlineStatus))
 	s.jobRoutes(mux)
 	s.consoleRoutes(mux)

@@ -125,6 +125,13 @@ const fetchers = 4
 // *limits.Error; a failure that is not the document's fault (a bug, ctx
 // cancelled) is returned as a plain wrapped error instead.
 func Load(ctx context.Context, refs []Ref, src Source) (*Set, error) {
+	return LoadMax(ctx, refs, src, limits.MaxImages)
+}
+
+// LoadMax is Load with another bound on the number of distinct images: a
+// collection printed as one document is bounded per document by its
+// caller, and as a whole by maxImages.
+func LoadMax(ctx context.Context, refs []Ref, src Source, maxImages int) (*Set, error) {
 	distinct := make([]*entry, 0, len(refs))
 	seen := make(map[string]bool, len(refs))
 	for _, r := range refs {
@@ -134,14 +141,14 @@ func Load(ctx context.Context, refs []Ref, src Source) (*Set, error) {
 		seen[r.URL] = true
 		distinct = append(distinct, &entry{url: r.URL, line: r.Line})
 	}
-	if len(distinct) > limits.MaxImages {
+	if len(distinct) > maxImages {
 		// Fetching 51 or 5000 images only to refuse the document would let
 		// one request make the gateway do unbounded work, so the count is
 		// refused before any fetch, at the first image over the limit.
 		return nil, limits.Invalid(limits.Problem{
 			Field: "images", Source: limits.SourceImage, Code: limits.CodeImage,
-			Line:    distinct[limits.MaxImages].line,
-			Message: fmt.Sprintf("the document references %d images, at most %d", len(distinct), limits.MaxImages),
+			Line:    distinct[maxImages].line,
+			Message: fmt.Sprintf("the document references %d images, at most %d", len(distinct), maxImages),
 		})
 	}
 	if src == nil {

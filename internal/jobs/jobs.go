@@ -159,7 +159,12 @@ type Input struct {
 // text goes in Input.Markdown and its images in Input.Assets, keyed by the
 // URL the Markdown uses.
 type OutlineSource struct {
+	// DocumentID is the document's id, or "collection:<id>" for a whole
+	// collection printed as one document (Parts documents joined).
 	DocumentID string
+	// Parts is how many documents a collection's Markdown joins (0 for one
+	// document): it raises the Markdown bound, see render.Request.Parts.
+	Parts int
 	// URL is Outline's public URL; the document's relative links resolve
 	// against it.
 	URL       string

@@ -153,8 +153,13 @@ func validateInput(in Input) error {
 	if in.Tenant == "" || in.User == "" {
 		return errors.New("submit: tenant and user are required")
 	}
-	if len(in.Markdown) > limits.MaxMarkdownBytes {
-		return limits.TooLarge(int64(len(in.Markdown)))
+	maxBytes := limits.MaxMarkdownBytes
+	if in.Outline != nil && in.Outline.Parts > 1 {
+		// A collection: each document was bounded at acceptance.
+		maxBytes = limits.MaxCollectionBytes
+	}
+	if len(in.Markdown) > maxBytes {
+		return limits.TooLargeThan(int64(len(in.Markdown)), int64(maxBytes))
 	}
 	if in.Form != nil && (len(in.Form.PDF) == 0 || in.Outline != nil || len(in.Markdown) > 0) {
 		return errors.New("submit: a forms job takes a PDF and values only")

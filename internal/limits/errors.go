@@ -167,6 +167,15 @@ func TooLarge(size int64) error {
 	return &Error{Status: 413, Problems: []Problem{{Source: SourceDocument, Code: CodeTooLarge, Message: msg}}}
 }
 
+// TooLargeThan is the 413 answer for a Markdown text over max bytes (a
+// collection's documents together).
+func TooLargeThan(size, max int64) error {
+	return &Error{Status: 413, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeTooLarge,
+		Message: fmt.Sprintf("the document is too large to render: %d bytes, at most %d", size, max),
+	}}}
+}
+
 // TooManyPages is the 413 answer for a document that reached the page limit.
 func TooManyPages(max int) error {
 	return &Error{Status: 413, Problems: []Problem{{

@@ -16,6 +16,10 @@ const (
 	// MaxMarkdownBytes bounds the Markdown text; checked before anything is
 	// parsed (413 too_large).
 	MaxMarkdownBytes = 1 << 20
+	// MaxCollectionBytes bounds the Markdown of a collection printed as
+	// one document, all its documents together (each is bounded by
+	// MaxMarkdownBytes; 413 too_large).
+	MaxCollectionBytes = 10 << 20
 	// MaxImages bounds how many images one document may reference (422).
 	MaxImages = 50
 	// MaxImageBytes bounds the bytes of one image as fetched or read (422).

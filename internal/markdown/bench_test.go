@@ -85,7 +85,7 @@ func BenchmarkGoldmark(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := newParser()
+	p := parserFor(DialectOutline)
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -149,7 +149,7 @@ func (r *writer) firstLetter(n ast.Node, budget *int) (f fontID, digit, done boo
 	}
 	switch n := n.(type) {
 	case *ast.Text:
-		pieces := textPieces(n.Segment.Value(r.d.src))
+		pieces := textPieces(n.Segment.Value(r.d.src), r.d.opts.outline())
 		if f, digit, ok := letterIn(pieces[0]); ok {
 			return f, digit, true
 		}

@@ -44,7 +44,7 @@ func TestNestingRefused(t *testing.T) {
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
-		_, err := Parse([]byte(tc.src), Options{LineOffset: 0})
+		_, err := Parse([]byte(tc.src), Options{LineOffset: 0, Dialect: DialectOutline}) // toggles are Outline's
 		runtime.ReadMemStats(&m1)
 		var le *limits.Error
 		if !errors.As(err, &le) || le.Status != 422 || len(le.Problems) != 1 {
@@ -168,7 +168,7 @@ func linksOf(root ast.Node, src []byte) []string {
 // random mixes of the characters that matter to inline links.
 func TestLinkGuardAgreesWithGoldmark(t *testing.T) {
 	plain := goldmark.New().Parser()
-	ours := newParser()
+	ours := parserFor(DialectOutline)
 	rng := rand.New(rand.NewPCG(10, 1))
 	pieces := []string{"[", "]", "(", ")", "<", ">", "\"", "'", " ", "\n", "a", "\\", "![", "](", "](<", "> ", "\t", "b c", "\n\n"}
 	n := 20000

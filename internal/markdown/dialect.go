@@ -40,8 +40,9 @@ func (n *Notice) Dump(src []byte, level int) {
 	ast.DumpHelper(n, src, level, map[string]string{"Style": n.Style}, nil)
 }
 
-// Toggle is a `+++ Title` … `+++` block, printed open. Its first child is
-// the ToggleTitle, the blocks of its body follow.
+// Toggle is Outline's toggle block, printed open: a `+++…` fence, its
+// blocks, the closing fence. With a title on the fence line its first
+// child is the ToggleTitle; on a bare fence the first block is the title.
 type Toggle struct {
 	ast.BaseBlock
 	Title []byte // raw source of the title (backslash escapes unresolved)
@@ -161,6 +162,24 @@ func insideRawChild(node ast.Node, pc parser.Context) bool {
 	return false
 }
 
+// insideNotice reports whether a notice with node's fence was opened
+// inside node and is still open: a closing fence closes the innermost one,
+// so that a notice can hold another one with the same fence.
+func insideNotice(node ast.Node, pc parser.Context) bool {
+	blocks := pc.OpenedBlocks()
+	for i, b := range blocks {
+		if b.Node != node {
+			continue
+		}
+		for _, c := range blocks[i+1:] {
+			if n, ok := c.Node.(*Notice); ok && n.fence == node.(*Notice).fence {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // noticeParser parses `:::info` … `:::`. The closing line must repeat the
 // opening's number of colons, so that a longer fence can hold a shorter one.
 type noticeParser struct{}
@@ -188,11 +207,23 @@ func (noticeParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 	for k < len(line) && (line[k] >= 'a' && line[k] <= 'z' || line[k] >= 'A' && line[k] <= 'Z') {
 		k++
 	}
+	for k < len(line) && line[k] == '_' && k+1 < len(line) && line[k+1] >= 'a' && line[k+1] <= 'z' {
+		k++ // layout_section
+		for k < len(line) && line[k] >= 'a' && line[k] <= 'z' {
+			k++
+		}
+	}
 	if k == j || !util.IsBlank(line[k:]) {
 		return nil, parser.NoChildren
 	}
 	style := string(bytes.ToLower(line[j:k]))
 	switch style {
+	case "layout", "layout_section":
+		// Outline's side-by-side columns (::::layout, :::layout_section):
+		// printed one after another, a page has no room for columns of
+		// arbitrary blocks.
+		reader.AdvanceToEOL()
+		return &Notice{Style: style, fence: fence}, parser.HasChildren
 	case "info", "warning", "tip", "success":
 	case "note", "notice":
 		style = "info"
@@ -207,7 +238,7 @@ func (noticeParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 
 func (noticeParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
 	line, _ := reader.PeekLine()
-	if fenceLine(line, ':', node.(*Notice).fence) && !insideRawChild(node, pc) {
+	if fenceLine(line, ':', node.(*Notice).fence) && !insideRawChild(node, pc) && !insideNotice(node, pc) {
 		reader.AdvanceToEOL()
 		return parser.Close
 	}
@@ -218,7 +249,13 @@ func (noticeParser) Close(node ast.Node, reader text.Reader, pc parser.Context) 
 func (noticeParser) CanInterruptParagraph() bool                                { return true }
 func (noticeParser) CanAcceptIndentedLine() bool                                { return false }
 
-// toggleParser parses `+++ Title` … `+++`; nested toggles use more `+`.
+// toggleParser parses Outline's toggles: a fence of three or more `+`
+// (Outline writes 3 + the toggle's nesting height, so that an inner toggle
+// has fewer), the blocks of the toggle, and a closing line of at least as
+// many `+` and nothing else, as markdown-it-container (Outline's parser)
+// reads them. A bare fence's title is the first block inside (the writer
+// makes it the title); `+++ Title` on the fence line is read as the title
+// too.
 type toggleParser struct{}
 
 func (toggleParser) Trigger() []byte { return []byte{'+'} }
@@ -233,7 +270,7 @@ func (toggleParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 	for j < len(line) && line[j] == '+' {
 		j++
 	}
-	if j-i < 3 || j >= len(line) || (line[j] != ' ' && line[j] != '\t') {
+	if j-i < 3 || (j < len(line) && line[j] != ' ' && line[j] != '\t' && line[j] != '\n' && line[j] != '\r') {
 		return nil, parser.NoChildren
 	}
 	k := j
@@ -241,28 +278,41 @@ func (toggleParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 		k++
 	}
 	title := bytes.TrimRight(line[k:], " \t\r\n")
-	if len(title) == 0 {
-		return nil, parser.NoChildren
-	}
 	reader.AdvanceToEOL()
 	t := &Toggle{Title: append([]byte(nil), title...), fence: j - i}
-	// The title is a child block of its own, added here rather than
-	// opened by the parser: no later line continues it, and the body's
-	// blocks follow it.
-	tt := &ToggleTitle{}
-	start := seg.Start + k - seg.Padding // Padding: spaces of a tab that are not in the source
-	tt.Lines().Append(text.NewSegment(start, start+len(title)))
-	t.AppendChild(t, tt)
+	if len(title) > 0 {
+		// The title is a child block of its own, added here rather than
+		// opened by the parser: no later line continues it, and the
+		// body's blocks follow it.
+		tt := &ToggleTitle{}
+		start := seg.Start + k - seg.Padding // Padding: spaces of a tab that are not in the source
+		tt.Lines().Append(text.NewSegment(start, start+len(title)))
+		t.AppendChild(t, tt)
+	}
 	return t, parser.HasChildren
 }
 
 func (toggleParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
 	line, _ := reader.PeekLine()
-	if fenceLine(line, '+', node.(*Toggle).fence) && !insideRawChild(node, pc) {
+	if closingFence(line, '+', node.(*Toggle).fence) && !insideRawChild(node, pc) {
 		reader.AdvanceToEOL()
 		return parser.Close
 	}
 	return parser.Continue | parser.HasChildren
+}
+
+// closingFence reports whether line (after up to three spaces) is a run of
+// at least n copies of c followed only by blanks.
+func closingFence(line []byte, c byte, n int) bool {
+	i := 0
+	for i < len(line) && i < 3 && line[i] == ' ' {
+		i++
+	}
+	j := i
+	for j < len(line) && line[j] == c {
+		j++
+	}
+	return j-i >= n && util.IsBlank(line[j:])
 }
 
 func (toggleParser) Close(node ast.Node, reader text.Reader, pc parser.Context) {}
@@ -359,11 +409,78 @@ type mathMiss struct {
 // opening `$` is not followed by a blank, the closing one is not preceded
 // by a blank nor followed by a digit. `$$x$$` inside a paragraph is display
 // math. A formula may continue over the lines of its paragraph.
-type mathInlineParser struct{}
+//
+// With outline set it follows Outline's rule instead (outlineMath).
+type mathInlineParser struct{ outline bool }
 
 func (mathInlineParser) Trigger() []byte { return []byte{'$'} }
 
-func (mathInlineParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+// outlineMath is Outline's inline math rule (shared/editor/rules/math.ts):
+// only the next unescaped `$` is tried as the closer. The opener must not
+// be followed by a blank; the closer must not be preceded by a blank nor
+// followed by a digit, and — beyond Outline, which would take `$HOME/$` in
+// `$HOME/$PATH` as a formula — not by a letter either: Outline never
+// escapes `$` in text, so a closer glued to a word is taken as text. When
+// the next `$` cannot close, the opener is text and the scan moves on.
+// `$$` inside a paragraph is text, as in Outline (display math is the
+// `$$` block).
+func outlineMath(block text.Reader) ast.Node {
+	line, seg := block.PeekLine()
+	if len(line) >= 2 && line[1] == '$' {
+		// `$$` with nothing between is text, both dollars.
+		block.Advance(2)
+		return ast.NewTextSegment(text.NewSegment(seg.Start, seg.Start+2))
+	}
+	if len(line) < 2 || line[1] == ' ' || line[1] == '\t' || line[1] == '\n' {
+		return nil
+	}
+	start := seg.Start
+	l, pos := block.Position()
+	block.Advance(1)
+	var formula []byte
+	for {
+		line, _ := block.PeekLine()
+		if line == nil {
+			block.SetPosition(l, pos)
+			return nil
+		}
+		for i := 0; i < len(line); i++ {
+			if line[i] != '$' {
+				continue
+			}
+			esc := 0
+			for j := i - 1; j >= 0 && line[j] == '\\'; j-- {
+				esc++
+			}
+			if esc%2 == 1 {
+				continue
+			}
+			prev := byte('\n')
+			if i > 0 {
+				prev = line[i-1]
+			}
+			var next byte
+			if i+1 < len(line) {
+				next = line[i+1]
+			}
+			if prev == ' ' || prev == '\t' || next >= '0' && next <= '9' ||
+				next >= 'a' && next <= 'z' || next >= 'A' && next <= 'Z' {
+				block.SetPosition(l, pos)
+				return nil
+			}
+			formula = append(formula, line[:i]...)
+			block.Advance(i + 1)
+			return &MathInline{Formula: string(formula), Offset: start}
+		}
+		formula = append(formula, line...)
+		block.AdvanceLine()
+	}
+}
+
+func (p mathInlineParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	if p.outline {
+		return outlineMath(block)
+	}
 	line, seg := block.PeekLine()
 	open := 1
 	if len(line) > 1 && line[1] == '$' {
@@ -490,6 +607,10 @@ var (
 		}
 		return ast.NewEmphasis(1)
 	}}}
+	// strongUnderParser is `_` in CommonMark: emphasis for one, strong for
+	// two. It replaces goldmark's own emphasis parser in that dialect too,
+	// for the bound on delimiter runs (bounds.go's planDelimiters).
+	strongUnderParser = &delimParser{proc: &delimProc{char: '_', match: func(c int) ast.Node { return ast.NewEmphasis(c) }}}
 	highlightParser   = &delimParser{proc: &delimProc{char: '=', match: func(int) ast.Node { return &Highlight{} }}, exact: 2}
 	placeholderParser = &delimParser{proc: &delimProc{char: '!', match: func(int) ast.Node { return &Placeholder{} }}, exact: 2}
 )

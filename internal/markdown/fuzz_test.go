@@ -163,10 +163,17 @@ func checkBody(body string) error {
 	return nil
 }
 
-// checkDocument parses and writes src and checks the body. A document may
-// be refused only for its formulas or its nesting (bounds.go).
+// checkDocument parses and writes src in both dialects and checks the
+// bodies. A document may be refused only for its formulas or its nesting
+// (bounds.go).
 func checkDocument(t *testing.T, src []byte) {
-	d, err := Parse(src, Options{OutlineURL: "https://wiki.example.com"})
+	for _, dialect := range []Dialect{DialectCommonMark, DialectOutline} {
+		checkDialect(t, src, dialect)
+	}
+}
+
+func checkDialect(t *testing.T, src []byte, dialect Dialect) {
+	d, err := Parse(src, Options{OutlineURL: "https://wiki.example.com", Dialect: dialect})
 	if err != nil {
 		var le *limits.Error
 		if !errors.As(err, &le) || le.Status != 422 || len(le.Problems) == 0 {
@@ -231,6 +238,10 @@ func FuzzLaTeX(f *testing.F) {
 		"&bsol;input", "\\\ninput", "a  \n\\input",
 		"שלום, **עולם**: (*אחת*) 12 __שתיים abc__ $x$ ![א](b) [ב](https://x.y)\\nג", "| مرحبا | 1 |\n|---|---|\n| بكم<br>x | ש |",
 		"# כותרת $x^2$ **ב**\n\n+++ عنوان **ب**\nنص\n+++",
+		"+++++\n\\x\n\n++++\n\\y\n++++\n+++++", "a. \\x\nb. y\n    a. z\naa. \\w", "A. x\nzz. y",
+		":3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b: :thumbs_up: :\\x:", "::::layout\n:::layout_section\n\\x\n:::\n::::",
+		"[\\x](date:2026-01-01) [\\y pdf:12](/api/attachments.redirect?id=x) [z 1x2](/api/attachments.redirect?id=y)",
+		"$5 and $\\input$ $a$b$ $$x$$", ":::info\n:::tip\nx\n:::\n:::",
 	} {
 		f.Add([]byte(s))
 	}

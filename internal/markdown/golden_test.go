@@ -27,17 +27,17 @@ var goldenCases = []struct {
 	opts Options
 	meta Meta
 }{
-	{"inline", Options{OutlineURL: "https://wiki.example.com"}, Meta{Title: "Inline", Language: "en"}},
-	{"blocks", Options{LineOffset: 3}, Meta{Title: "Blocks", Author: "Ann Author", Version: "1.0", Date: "2026-01-02", NumberSections: true, TOC: true}},
-	{"dialect", Options{}, Meta{Title: "Dialect", TOC: true}},
+	{"inline", Options{Dialect: DialectOutline, OutlineURL: "https://wiki.example.com"}, Meta{Title: "Inline", Language: "en"}},
+	{"blocks", Options{Dialect: DialectOutline, LineOffset: 3}, Meta{Title: "Blocks", Author: "Ann Author", Version: "1.0", Date: "2026-01-02", NumberSections: true, TOC: true}},
+	{"dialect", Options{Dialect: DialectOutline}, Meta{Title: "Dialect", TOC: true}},
 	{"tables", Options{}, Meta{Title: "Tables"}},
 	{"images", Options{}, Meta{Title: "Images"}},
-	{"footnotes", Options{}, Meta{Title: "Footnotes"}},
+	{"footnotes", Options{Dialect: DialectOutline}, Meta{Title: "Footnotes"}},
 	{"hostile", Options{}, Meta{Title: `Hostile \input{x} ^^5c`, Author: "Mallory {", Language: "de-DE) /Evil"}},
-	{"scripts", Options{}, Meta{Title: "Scripts 日本語", Language: "ja"}},
+	{"scripts", Options{Dialect: DialectOutline}, Meta{Title: "Scripts 日本語", Language: "ja"}},
 	{"title", Options{}, Meta{Title: "The Title", Subtitle: "A subtitle", TOC: true}},
-	{"nesting", Options{}, Meta{Title: "Nesting"}},
-	{"decorations", Options{}, Meta{Title: "Decorations"}},
+	{"nesting", Options{Dialect: DialectOutline}, Meta{Title: "Nesting"}},
+	{"decorations", Options{Dialect: DialectOutline}, Meta{Title: "Decorations"}},
 }
 
 // render writes a golden document's body followed by its warnings as TeX

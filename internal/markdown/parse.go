@@ -17,15 +17,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/yuin/goldmark"
-	emoji "github.com/yuin/goldmark-emoji"
 	emojiast "github.com/yuin/goldmark-emoji/ast"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	extast "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
@@ -43,6 +39,9 @@ type Options struct {
 	// relative /doc/… and /collection/… links and attachment links
 	// absolute; without it they print as text.
 	OutlineURL string
+	// Dialect selects the rules the text is read with (outline.go):
+	// DialectCommonMark when empty.
+	Dialect Dialect
 }
 
 // ImageRef is an image the document references.
@@ -72,6 +71,9 @@ type Document struct {
 	scripts   Scripts
 	footnotes map[int]*extast.Footnote
 	heads     []heading // every heading, in order
+	// letters holds the letter-list markers of the Outline dialect, by
+	// byte offset of their line (letterLists).
+	letters map[int]letterItem
 }
 
 // heading is a heading with its plain text, which the writer needs twice
@@ -81,56 +83,17 @@ type heading struct {
 	plain string
 }
 
-// newParser builds the goldmark parser once: it is read-only after its
-// first use and safe for concurrent Parse calls.
-var newParser = sync.OnceValue(func() parser.Parser {
-	var inline []util.PrioritizedValue
-	for _, v := range parser.DefaultInlineParsers() {
-		// CommonMark's emphasis parser handles `*` and `_` alike; Outline
-		// reads `__x__` as underline, so both characters get their own.
-		if bytes.Equal(v.Value.(parser.InlineParser).Trigger(), []byte{'*', '_'}) {
-			continue
-		}
-		inline = append(inline, guardInline(v))
-	}
-	inline = append(inline,
-		util.Prioritized(mathInlineParser{}, 150),
-		util.Prioritized(placeholderParser, 150),
-		util.Prioritized(starParser, 500),
-		util.Prioritized(underParser, 500),
-		util.Prioritized(highlightParser, 500),
-		util.Prioritized(emoji.NewParser(), 600),
-		util.Prioritized(extension.NewFootnoteParser(), 101),
-	)
-	blocks := append(parser.DefaultBlockParsers(),
-		util.Prioritized(toggleParser{}, 250),
-		util.Prioritized(noticeParser{}, 750),
-		util.Prioritized(mathBlockParser{}, 760),
-		// extension.Footnote's parsers, added here so that definitions
-		// nest under the same depth guard as the other containers.
-		util.Prioritized(extension.NewFootnoteBlockParser(), 999),
-	)
-	p := parser.NewParser(
-		parser.WithBlockParsers(guardDepth(blocks)...),
-		parser.WithInlineParsers(inline...),
-		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
-		parser.WithASTTransformers(util.Prioritized(extension.NewFootnoteASTTransformer(), 999)),
-	)
-	md := goldmark.New(
-		goldmark.WithParser(p),
-		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify,
-			extension.TaskList),
-	)
-	return md.Parser()
-})
-
 // Parse reads a Markdown document (without front matter). It fails only
 // for formulas outside the allowlist: a *limits.Error (422) that lists
 // every rejected formula with its line. Parse is cheap and runs before
 // images are fetched.
 func Parse(src []byte, opts Options) (*Document, error) {
 	src = clean(src)
-	d := &Document{src: src, opts: opts}
+	d := &Document{opts: opts}
+	if opts.outline() {
+		src, d.letters = letterLists(src)
+	}
+	d.src = src
 	d.lineStart = append(d.lineStart, 0)
 	for i, c := range src {
 		if c == '\n' {
@@ -138,7 +101,7 @@ func Parse(src []byte, opts Options) (*Document, error) {
 		}
 	}
 	pc := parser.NewContext()
-	d.root = newParser().Parse(text.NewReader(src), parser.WithContext(pc))
+	d.root = parserFor(opts.Dialect).Parse(text.NewReader(src), parser.WithContext(pc))
 	if off, ok := pc.Get(tooDeepKey).(int); ok {
 		return nil, limits.Invalid(d.tooDeepProblem(off))
 	}
@@ -348,13 +311,14 @@ func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
 // textValue returns the text of a Text node with backslash escapes and
 // entity references resolved and Outline's literal `\n` read as a space.
 func (d *Document) textValue(t *ast.Text) string {
-	return strings.Join(textPieces(t.Segment.Value(d.src)), " ")
+	return strings.Join(textPieces(t.Segment.Value(d.src), d.opts.outline()), " ")
 }
 
 // textPieces resolves backslash escapes and entity references in the raw
-// text of a Text node and splits it at Outline's hard breaks: a literal
-// backslash followed by `n` that is not itself escaped.
-func textPieces(v []byte) []string {
+// text of a Text node and, in Outline's dialect (hardBreaks), splits it at
+// Outline's hard breaks: a literal backslash followed by `n` that is not
+// itself escaped. In CommonMark that is a backslash and an n.
+func textPieces(v []byte, hardBreaks bool) []string {
 	if bytes.IndexByte(v, '\\') < 0 && bytes.IndexByte(v, '&') < 0 {
 		return []string{string(v)}
 	}
@@ -363,7 +327,7 @@ func textPieces(v []byte) []string {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
-		case c == '\\' && i+1 < len(v) && v[i+1] == 'n':
+		case hardBreaks && c == '\\' && i+1 < len(v) && v[i+1] == 'n':
 			pieces = append(pieces, string(clean(b)))
 			b = b[:0]
 			i++

@@ -95,11 +95,15 @@ var pathological = []struct {
 	{"footnote references", func(n int) string { return strings.Repeat("[^a", n) }},
 }
 
-// convert is the work a document costs before TeX: Parse and LaTeX.
+// convert is the work a document costs before TeX: Parse and LaTeX, in
+// both dialects (toggles, underline and Outline's `$` rule exist only in
+// Outline's).
 func convert(src string) {
-	d, err := Parse([]byte(src), Options{})
-	if err == nil {
-		_, _ = d.LaTeX(Meta{}, nil)
+	for _, dialect := range []Dialect{DialectCommonMark, DialectOutline} {
+		d, err := Parse([]byte(src), Options{Dialect: dialect})
+		if err == nil {
+			_, _ = d.LaTeX(Meta{}, nil)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func TestShowcase(t *testing.T) {
 		offset = bytes.Count(src[:end+9], []byte("\n"))
 		src = src[end+9:]
 	}
-	d, err := Parse(src, Options{LineOffset: offset})
+	d, err := Parse(src, Options{LineOffset: offset, Dialect: DialectOutline}) // its front matter says dialect: outline
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -537,8 +537,8 @@ func inFootnote(n ast.Node) bool {
 }
 
 func (r *writer) thematicBreak(n ast.Node) {
-	// `***` is Outline's page break, `---` and `___` stay a rule: the
-	// node does not say which, the source does.
+	// In Outline's dialect `***` is a page break, `---` and `___` stay a
+	// rule: the node does not say which, the source does.
 	star := false
 	if p := n.Pos(); p >= 0 && p < len(r.d.src) {
 		line := r.d.src[p:]
@@ -547,7 +547,7 @@ func (r *writer) thematicBreak(n ast.Node) {
 		}
 		star = bytes.IndexByte(line, '*') >= 0
 	}
-	if star && r.listDepth == 0 && !r.boxed() {
+	if star && r.d.opts.outline() && r.listDepth == 0 && !r.boxed() {
 		r.raw("\\opnewpage\n")
 		return
 	}
@@ -737,6 +737,11 @@ func (r *writer) nested(env, arg string, n ast.Node) {
 var noticeLabels = map[string]string{"info": "Info", "warning": "Warning", "tip": "Tip", "success": "Success"}
 
 func (r *writer) notice(n *Notice) {
+	if n.Style == "layout" || n.Style == "layout_section" {
+		// Outline's columns print one after another.
+		r.blocks(n)
+		return
+	}
 	label, ok := noticeLabels[n.Style]
 	if !ok {
 		n.Style, label = "info", "Info"
@@ -763,9 +768,11 @@ func (r *writer) toggle(n *Toggle) {
 		r.raw(`\begin{optoggle}{`)
 	}
 	body := ast.Node(n.FirstChild())
-	if title, ok := body.(*ToggleTitle); ok {
-		// The title is an argument: footnotes in it are set after the
-		// block, display math inline.
+	switch title := body.(type) {
+	case *ToggleTitle, *ast.Paragraph:
+		// The title (on the fence line, or the first block inside a bare
+		// fence, as Outline writes it) is an argument: footnotes in it
+		// are set after the block, display math inline.
 		r.args++
 		r.bidiPara(title)
 		r.args--
@@ -788,6 +795,7 @@ func (r *writer) toggle(n *Toggle) {
 
 func (r *writer) list(n *ast.List) {
 	ordered := n.IsOrdered()
+	letters, lettered := r.letterList(n)
 	if r.listDepth >= maxListDepth {
 		// Flattened: each item is a paragraph with its label.
 		num := n.Start
@@ -795,11 +803,19 @@ func (r *writer) list(n *ast.List) {
 			r.at(it)
 			r.nl()
 			r.raw(`\opflatitem{`)
-			r.itemLabel(it, ordered, num, n.Marker)
+			if lettered && taskBox(it) == nil {
+				r.text(letterLabel(letters.value+num-n.Start, letters.upper)+".", modeText)
+			} else {
+				r.itemLabel(it, ordered, num, n.Marker)
+			}
 			r.raw("}\n")
 			r.itemBody(it)
 			num++
 		}
+		return
+	}
+	if lettered {
+		r.letterItems(n, letters)
 		return
 	}
 	r.listDepth++
@@ -838,6 +854,50 @@ func (r *writer) list(n *ast.List) {
 	}
 	r.nl()
 	r.raw(`\end{` + env + "}\n")
+	r.listDepth--
+}
+
+// letterList reports whether n is a letter list of Outline's dialect (its
+// first item's marker was a letter, see letterLists) and its first value.
+func (r *writer) letterList(n *ast.List) (letterItem, bool) {
+	if len(r.d.letters) == 0 || !n.IsOrdered() || n.FirstChild() == nil {
+		return letterItem{}, false
+	}
+	p := r.d.blockPos(n.FirstChild())
+	if p < 0 || p > len(r.d.src) {
+		return letterItem{}, false
+	}
+	start := bytes.LastIndexByte(r.d.src[:p], '\n') + 1
+	it, ok := r.d.letters[start]
+	return it, ok
+}
+
+// letterItems writes a letter list: an enumerate whose labels the writer
+// sets itself (a., b., …, z., aa., as Outline numbers them; LaTeX's \alph
+// stops at z).
+func (r *writer) letterItems(n *ast.List, first letterItem) {
+	r.listDepth++
+	r.raw(`\begin{enumerate}`)
+	if n.IsTight {
+		r.raw(`[nosep]`)
+	}
+	r.raw("\n")
+	i := 0
+	for it := n.FirstChild(); it != nil; it = it.NextSibling() {
+		r.at(it)
+		r.nl()
+		r.raw(`\item[{`)
+		if taskBox(it) != nil {
+			r.itemLabel(it, true, 0, 0)
+		} else {
+			r.text(letterLabel(first.value+i, first.upper)+".", modeText)
+		}
+		r.raw("}]\n")
+		r.itemBody(it)
+		i++
+	}
+	r.nl()
+	r.raw("\\end{enumerate}\n")
 	r.listDepth--
 }
 
@@ -904,7 +964,7 @@ func (r *writer) inline(n ast.Node) {
 		if plainASCII(v) && !r.inRTL() {
 			r.escBytes(v)
 		} else {
-			pieces := textPieces(v)
+			pieces := textPieces(v, r.d.opts.outline())
 			for i, piece := range pieces {
 				if i > 0 {
 					r.hardBreak()
@@ -1194,18 +1254,38 @@ func shorten(s string) string {
 	return s
 }
 
-var attachmentRE = regexp.MustCompile(`^(.*\S)\s+(\d{1,15})$`)
+var (
+	attachmentRE = regexp.MustCompile(`^(.*\S)\s+(\d{1,15})$`)
+	mediaRE      = regexp.MustCompile(`^(.*\S)\s+(?:pdf:(\d{1,15})|\d{1,6}x\d{1,6})$`)
+)
 
 func (r *writer) linkNode(n *ast.Link) {
 	dest := resolveEscapes(n.Destination)
 	lower := strings.ToLower(dest)
-	if strings.HasPrefix(lower, "mention:") {
-		// Outline mention: the name, no target.
+	if strings.HasPrefix(lower, "mention:") || strings.HasPrefix(lower, "date:") {
+		// Outline mention, or a date chip ([1 March](date:2026-03-01)):
+		// the text the reader saw, no target.
 		r.inlines(n)
 		return
 	}
 	if strings.Contains(lower, "/api/attachments.redirect") {
-		if m := attachmentRE.FindStringSubmatch(r.d.plain(n)); m != nil {
+		// Outline's PDF ([report pdf:102400](…)) and video ([clip.mp4
+		// 640x480](…)) nodes: the name and what it is, not the raw sizes.
+		plain := r.d.plain(n)
+		if m := mediaRE.FindStringSubmatch(plain); m != nil {
+			t, problem := r.resolveLink(dest)
+			if problem != "" {
+				r.warn(n, "%s", problem)
+			}
+			label := strings.TrimSpace(m[1]) + " (video)"
+			if m[2] != "" {
+				size, _ := strconv.ParseInt(m[2], 10, 64)
+				label = strings.TrimSpace(m[1]) + " (PDF, " + formatSize(size) + ")"
+			}
+			r.hyper(n, t, func() { r.text(label, modeText) })
+			return
+		}
+		if m := attachmentRE.FindStringSubmatch(plain); m != nil {
 			size, _ := strconv.ParseInt(m[2], 10, 64)
 			t, problem := r.resolveLink(dest)
 			if problem != "" {

@@ -29,14 +29,33 @@ const attachmentPath = "/api/attachments.redirect"
 // refusals are *APIError (403 authorization_error, 404 not_found); a
 // failing Outline or storage is ErrUnavailable.
 func (c *Client) Attachment(ctx context.Context, accessToken, pathAndQuery string) ([]byte, error) {
-	id, err := attachmentID(pathAndQuery)
+	id, err := redirectID(pathAndQuery, attachmentPath)
 	if err != nil {
 		return nil, err
 	}
+	return c.redirected(ctx, accessToken, "attachments.redirect", id)
+}
+
+// CustomEmoji fetches a custom emoji's image as the reader, like
+// Attachment: GET /api/emojis.redirect?id=<uuid> on Outline with the
+// reader's cookie, then the redirect to storage without it. pathAndQuery
+// is the URL the Markdown parser made of `:<uuid>:`.
+func (c *Client) CustomEmoji(ctx context.Context, accessToken, pathAndQuery string) ([]byte, error) {
+	id, err := redirectID(pathAndQuery, emojiPath)
+	if err != nil {
+		return nil, err
+	}
+	return c.redirected(ctx, accessToken, "emojis.redirect", id)
+}
+
+// redirected asks Outline's method (attachments.redirect or
+// emojis.redirect) for the file of id with the reader's cookie and follows
+// the redirect to storage, which fetch makes without the cookie.
+func (c *Client) redirected(ctx context.Context, accessToken, method, id string) ([]byte, error) {
 	if !ValidToken(accessToken) {
 		return nil, errBadToken("no valid accessToken cookie")
 	}
-	u := c.base.JoinPath("api", "attachments.redirect")
+	u := c.base.JoinPath("api", method)
 	u.RawQuery = url.Values{"id": {id}}.Encode()
 	resp, err := c.f.Do(ctx, fetch.Request{
 		URL:           u.String(),
@@ -47,13 +66,13 @@ func (c *Client) Attachment(ctx context.Context, accessToken, pathAndQuery strin
 		Outline:       true,
 	})
 	if err != nil {
-		return nil, c.transportError(ctx, "attachments.redirect", err)
+		return nil, c.transportError(ctx, method, err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return resp.Body, nil
 	}
 	if c.onOutline(resp.URL) {
-		_, err := decode("attachments.redirect", resp)
+		_, err := decode(method, resp)
 		return nil, err
 	}
 	// Storage refused or failed: a signature that expired on the way, a
@@ -62,11 +81,15 @@ func (c *Client) Attachment(ctx context.Context, accessToken, pathAndQuery strin
 		&fetch.StatusError{URL: "storage", StatusCode: resp.StatusCode})
 }
 
-// attachmentID takes the attachment's id out of an attachments.redirect
+// emojiPath is where a custom emoji's image is asked for (see
+// markdown.CustomEmojiPath).
+const emojiPath = "/api/emojis.redirect"
+
+// redirectID takes the id out of an attachments.redirect or emojis.redirect
 // path (relative, as Outline's Markdown writes it).
-func attachmentID(pathAndQuery string) (string, error) {
+func redirectID(pathAndQuery, path string) (string, error) {
 	u, err := url.Parse(pathAndQuery)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != attachmentPath {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != path {
 		return "", errBadID("not an Outline attachment URL")
 	}
 	q, err := url.ParseQuery(u.RawQuery)
@@ -103,6 +126,8 @@ type ImageSource struct {
 //
 //   - /api/attachments.redirect?id=… (relative, or absolute on Outline's
 //     host) is an attachment, fetched with the reader's cookie;
+//   - /api/emojis.redirect?id=… (relative: a custom emoji `:<uuid>:`) is
+//     fetched the same way;
 //   - any other absolute http(s) URL, on Outline's host too, is an
 //     ordinary remote image: the fetch.Client allows only images.allowHosts
 //     and public addresses for it, and sends no credentials;
@@ -124,6 +149,9 @@ func (s *ImageSource) Open(ctx context.Context, raw string) ([]byte, error) {
 	switch {
 	case u.Scheme == "" && u.Host == "" && u.Path == attachmentPath:
 		return s.attachment(ctx, u)
+	case u.Scheme == "" && u.Host == "" && u.Path == emojiPath:
+		data, err := s.c.CustomEmoji(ctx, s.token, u.String())
+		return s.imageError(ctx, data, err)
 	case (u.Scheme == "http" || u.Scheme == "https") && u.Path == attachmentPath && s.c.onOutline(u):
 		return s.attachment(ctx, &url.URL{Path: u.Path, RawQuery: u.RawQuery})
 	case u.Scheme == "http" || u.Scheme == "https":
@@ -134,6 +162,12 @@ func (s *ImageSource) Open(ctx context.Context, raw string) ([]byte, error) {
 
 func (s *ImageSource) attachment(ctx context.Context, u *url.URL) ([]byte, error) {
 	data, err := s.c.Attachment(ctx, s.token, u.String())
+	return s.imageError(ctx, data, err)
+}
+
+// imageError sorts the error of an attachment or emoji fetch into the
+// images.Source contract.
+func (s *ImageSource) imageError(ctx context.Context, data []byte, err error) ([]byte, error) {
 	if err == nil {
 		return data, nil
 	}

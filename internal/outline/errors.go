@@ -16,6 +16,7 @@ const (
 	CodeNotFound               = "not_found"               // 404
 	CodeValidation             = "validation_error"        // 400: malformed id
 	CodeRateLimited            = "rate_limit_exceeded"     // 429
+	CodePaymentRequired        = "payment_required"        // 402: the workspace's plan has lapsed (Outline's cloud)
 )
 
 // APIError is an answer of Outline that refuses the reader: 4xx with
@@ -49,6 +50,10 @@ var (
 	// limits.MaxMarkdownBytes can produce, so the document is too large
 	// (413 too_large).
 	ErrTooLarge = errors.New("outline answer too large")
+	// ErrDeleted: the document is in Outline's trash (deletedAt is set).
+	// Outline still shows it to whoever may restore it; outprint refuses
+	// it so that a deleted document never prints as if it were live.
+	ErrDeleted = errors.New("the document is deleted")
 )
 
 // errBadToken is the answer for a token that is missing or could not be a

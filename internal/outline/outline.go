@@ -167,8 +167,11 @@ type Document struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	PublishedAt      time.Time
-	CreatedBy        Person
-	UpdatedBy        Person
+	// DeletedAt is set for a document in Outline's trash, which Outline
+	// still shows to those who may restore it.
+	DeletedAt time.Time
+	CreatedBy Person
+	UpdatedBy Person
 	// CanDownload is policies[].abilities.download for this document.
 	CanDownload bool
 }
@@ -179,7 +182,9 @@ type Document struct {
 //
 // When the reader may read but not download the document, Document returns
 // the document together with an error wrapping ErrNoDownload, so that
-// /status can still show its title; a render must stop there.
+// /status can still show its title; a render must stop there. A document in
+// Outline's trash (deletedAt set) is returned the same way with ErrDeleted:
+// it would print as if it were live, so it is refused until restored.
 func (c *Client) Document(ctx context.Context, accessToken, id string) (*Document, error) {
 	if !ValidDocumentID(id) {
 		return nil, errBadID("the document id is not a UUID, urlId or slug-urlId")
@@ -198,6 +203,7 @@ func (c *Client) Document(ctx context.Context, accessToken, id string) (*Documen
 		CreatedAt        lenientTime `json:"createdAt"`
 		UpdatedAt        lenientTime `json:"updatedAt"`
 		PublishedAt      lenientTime `json:"publishedAt"`
+		DeletedAt        lenientTime `json:"deletedAt"`
 		CreatedBy        *Person     `json:"createdBy"`
 		UpdatedBy        *Person     `json:"updatedBy"`
 	}
@@ -218,6 +224,7 @@ func (c *Client) Document(ctx context.Context, accessToken, id string) (*Documen
 		Icon: data.Icon, Language: data.Language, CollectionID: data.CollectionID,
 		ParentDocumentID: data.ParentDocumentID, Revision: data.Revision,
 		CreatedAt: data.CreatedAt.Time, UpdatedAt: data.UpdatedAt.Time, PublishedAt: data.PublishedAt.Time,
+		DeletedAt: data.DeletedAt.Time,
 	}
 	if data.CreatedBy != nil {
 		d.CreatedBy = *data.CreatedBy
@@ -233,6 +240,9 @@ func (c *Client) Document(ctx context.Context, accessToken, id string) (*Documen
 	if !d.CanDownload {
 		return d, fmt.Errorf("document %s: %w", d.ID, ErrNoDownload)
 	}
+	if !d.DeletedAt.IsZero() {
+		return d, fmt.Errorf("document %s: %w", d.ID, ErrDeleted)
+	}
 	return d, nil
 }
 
@@ -247,8 +257,12 @@ func sameDocument(asked, id, urlID string) bool {
 	return asked[i+1:] == urlID
 }
 
-// policy is one entry of Outline's "policies". Abilities are mostly
-// booleans, but some are lists; only true counts as granted.
+// policy is one entry of Outline's "policies". An ability is answered as
+// true, false or — when it is granted through memberships, as in every
+// private collection — the list of membership ids that grant it
+// (server/presenters/policy.ts: Record<string, boolean | string[]>).
+// Outline's own app treats a non-empty list as granted, so does this:
+// true and a non-empty list grant, false, [] and anything else refuse.
 type policy struct {
 	ID        string
 	Abilities map[string]bool
@@ -264,9 +278,28 @@ func (p *policy) UnmarshalJSON(b []byte) error {
 	}
 	p.ID, p.Abilities = raw.ID, map[string]bool{}
 	for k, v := range raw.Abilities {
-		p.Abilities[k] = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		p.Abilities[k] = granted(v)
 	}
 	return nil
+}
+
+// granted reads one ability: true, or a list with at least one membership
+// id.
+func granted(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	if bytes.Equal(v, []byte("true")) {
+		return true
+	}
+	var ids []string
+	if json.Unmarshal(v, &ids) != nil {
+		return false
+	}
+	for _, id := range ids {
+		if id != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // lenientTime is a timestamp that decodes null, "" or an unknown format as

@@ -31,6 +31,7 @@ type fixture struct {
 	c                         *Client
 	jane, bob, outsider       outlinetest.User
 	suspended, ratelimited    outlinetest.User
+	expired                   outlinetest.User
 	doc, private, noDL, alien outlinetest.Document
 }
 
@@ -43,6 +44,7 @@ func newFixture(t *testing.T, cfg func(*fetch.Config), opts ...Option) *fixture 
 	f.outsider = s.AddUser(outlinetest.User{Name: "Olga Other", Token: "tok.olga-3", TeamID: "team-other"})
 	f.suspended = s.AddUser(outlinetest.User{Name: "Sam Suspended", Token: "tok.sam-4", Suspended: true})
 	f.ratelimited = s.AddUser(outlinetest.User{Name: "Rita Rate", Token: "tok.rita-5", RateLimited: true})
+	f.expired = s.AddUser(outlinetest.User{Name: "Eve Expired", Token: "tok.eve-6", Expired: true})
 	author := outlinetest.Person{ID: f.jane.ID, Name: f.jane.Name}
 	f.doc = s.AddDocument(outlinetest.Document{
 		Title: "Welcome", Text: "Hello **world**\\nsecond line", CreatedBy: author,
@@ -114,8 +116,8 @@ func TestAuthInfo(t *testing.T) {
 		t.Fatalf("AuthInfo = %v", err)
 	}
 	want := User{ID: f.jane.ID, Name: "Jane Doe", Email: "jane.doe@example.com", Role: "member",
-		Language: "en_US", Timezone: "Europe/Berlin", TeamID: outlinetest.TeamID, TeamName: outlinetest.TeamName,
-		TeamURL: "https://wiki.example.com"}
+		Language: "en_US", TeamID: outlinetest.TeamID, TeamName: outlinetest.TeamName,
+		TeamURL: f.s.Outline.URL} // the recorded timezone is null
 	if *u != want {
 		t.Errorf("AuthInfo = %+v, want %+v", *u, want)
 	}
@@ -135,6 +137,7 @@ func TestAuthInfoErrors(t *testing.T) {
 		asked       bool // whether Outline is asked at all
 	}{
 		{"unknown token", "tok.nobody", 401, CodeAuthenticationRequired, true},
+		{"expired token", f.expired.Token, 401, CodeAuthenticationRequired, true},
 		{"suspended", f.suspended.Token, 403, CodeUserSuspended, true},
 		{"rate limited", f.ratelimited.Token, 429, CodeRateLimited, true},
 		{"empty", "", 401, CodeAuthenticationRequired, false},
@@ -425,10 +428,26 @@ func TestDecoding(t *testing.T) {
 	if err != nil || !d.CanDownload || !d.UpdatedAt.IsZero() || d.Revision != 3 {
 		t.Errorf("lenient answer: Document = %+v, %v; want CanDownload, zero UpdatedAt", d, err)
 	}
-	// download only for another document's policy, or as a list: no right.
-	set(200, `{"data":{"id":"`+id+`","urlId":"hDYep1TPAM","text":"x"},"policies":[{"id":"other","abilities":{"download":true}},{"id":"`+id+`","abilities":{"download":["x"]}}],"ok":true}`, nil)
-	if _, err := c.Document(context.Background(), "tok", id); !errors.Is(err, ErrNoDownload) {
-		t.Errorf("download only in another policy: Document = %v, want ErrNoDownload", err)
+	// An ability is true, false or the list of membership ids granting it
+	// (a private collection): a non-empty list grants, as in Outline's app;
+	// false, [] and a right granted only for another document refuse.
+	for _, tc := range []struct {
+		abilities string
+		want      bool
+	}{
+		{`{"download":true}`, true},
+		{`{"download":["72c72290-929c-4679-8aec-a758074541ab"]}`, true},
+		{`{"download":false}`, false},
+		{`{"download":[]}`, false},
+		{`{"download":null}`, false},
+		{`{"download":"yes"}`, false},
+		{`{"read":true}`, false},
+	} {
+		set(200, `{"data":{"id":"`+id+`","urlId":"hDYep1TPAM","text":"x"},"policies":[{"id":"other","abilities":{"download":true}},{"id":"`+id+`","abilities":`+tc.abilities+`}],"ok":true}`, nil)
+		d, err := c.Document(context.Background(), "tok", id)
+		if got := err == nil && d.CanDownload; got != tc.want || (!tc.want && !errors.Is(err, ErrNoDownload)) {
+			t.Errorf("abilities %s: Document = %v, CanDownload %v; want granted %v", tc.abilities, err, got, tc.want)
+		}
 	}
 
 	tests := []struct {

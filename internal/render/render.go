@@ -43,6 +43,12 @@ type Request struct {
 	// Outline, when set, says the document came from Outline: its fields
 	// fill the Binding and its relative links resolve against URL.
 	Outline *OutlineDoc
+	// Parts, when more than 1, says Markdown joins that many documents (a
+	// collection printed whole): the Markdown may be Parts times
+	// limits.MaxMarkdownBytes long, at most limits.MaxCollectionBytes, and
+	// reference Parts times limits.MaxImages images. The caller bounds
+	// each document by the single-document limits.
+	Parts int
 }
 
 // OutlineDoc is what Outline tells about a document beyond its text.
@@ -154,8 +160,8 @@ func (c *Checked) Title() string { return c.meta.Title }
 // Check runs the cheap checks: Markdown size, Binding and the math
 // allowlist. It reads nothing and holds nothing.
 func (p *Pipeline) Check(req Request) (*Checked, error) {
-	if len(req.Markdown) > limits.MaxMarkdownBytes {
-		return nil, limits.TooLarge(int64(len(req.Markdown)))
+	if max := maxMarkdown(req.Parts); len(req.Markdown) > max {
+		return nil, limits.TooLargeThan(int64(len(req.Markdown)), int64(max))
 	}
 	parse := binding.Parse
 	if req.Outline != nil {
@@ -170,12 +176,15 @@ func (p *Pipeline) Check(req Request) (*Checked, error) {
 	opts := markdown.Options{LineOffset: bd.LineOffset}
 	if o := req.Outline; o != nil {
 		opts.OutlineURL = o.URL
-		def := binding.Binding{Title: o.Title, Author: o.Author, Language: o.Language}
+		// Outline's text is in Outline's dialect unless its metadata
+		// says otherwise.
+		def := binding.Binding{Title: o.Title, Author: o.Author, Language: o.Language, Dialect: string(markdown.DialectOutline)}
 		if !o.UpdatedAt.IsZero() {
 			def.Date = o.UpdatedAt.UTC().Format("2006-01-02")
 		}
 		b.Merge(def)
 	}
+	opts.Dialect = markdown.Dialect(b.Dialect) // "" is CommonMark
 	doc, err := markdown.Parse(bd.Body, opts)
 	if err != nil {
 		return nil, err
@@ -240,7 +249,7 @@ func (p *Pipeline) Fetch(ctx context.Context, c *Checked) (*Prepared, error) {
 	// user's count longer than a render may take.
 	ctx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
 	defer cancel()
-	set, err := images.Load(ctx, refs, src)
+	set, err := images.LoadMax(ctx, refs, src, limits.MaxImages*max(1, c.req.Parts))
 	if err != nil {
 		return nil, err
 	}
@@ -379,4 +388,12 @@ func texNestingKind(err error) string {
 		}
 	}
 	return ""
+}
+
+// maxMarkdown is the Markdown bound of a request of parts documents.
+func maxMarkdown(parts int) int {
+	if parts <= 1 {
+		return limits.MaxMarkdownBytes
+	}
+	return min(parts*limits.MaxMarkdownBytes, limits.MaxCollectionBytes)
 }

@@ -35,6 +35,11 @@ func newPipeline(t *testing.T) *Pipeline {
 
 // renderFile renders a Markdown file with images from its own folder, as
 // `outprint render` does.
+// outlineCorpus lists the corpus files written in Outline's dialect (its
+// literal \n breaks, `***` page breaks, toggles): they are rendered with
+// the metadata dialect: outline, as their users would.
+var outlineCorpus = map[string]bool{"handbook.md": true, "many-pages.md": true}
+
 func renderFile(t *testing.T, p *Pipeline, path string) (*Result, error) {
 	t.Helper()
 	md, err := os.ReadFile(path)
@@ -43,8 +48,12 @@ func renderFile(t *testing.T, p *Pipeline, path string) (*Result, error) {
 	}
 	var maxPage int
 	var mu sync.Mutex
+	var meta []byte
+	if outlineCorpus[filepath.Base(path)] {
+		meta = []byte(`{"dialect":"outline"}`)
+	}
 	res, err := p.Do(context.Background(), Request{
-		Name: filepath.Base(path), Markdown: md,
+		Name: filepath.Base(path), Markdown: md, Metadata: meta,
 		Images: images.Chain(images.Dir(filepath.Dir(path)), nil),
 	}, func(pr Progress) {
 		mu.Lock()

@@ -1,7 +1,10 @@
 // Package outlinetest is a fake Outline for tests: an httptest server that
-// answers auth.info, documents.info and attachments.redirect with the shapes,
-// status codes and error bodies of the real one (../shared/outline-api.md),
-// plus the servers around it that a real deployment has:
+// answers auth.info, documents.info, attachments.redirect,
+// collections.info and collections.documents with the shapes, status codes
+// and error bodies a real Outline 1.9.1 server answered — it loads the
+// recordings of ../shared/outline-recordings/ and puts its own ids, names
+// and texts into them (recordings.go) — plus the servers around it that a
+// real deployment has:
 //
 //   - Outline itself on 127.0.0.1 (URL);
 //   - object storage (host "storage.test"), which attachments redirect to
@@ -75,6 +78,10 @@ const (
 
 // User is a reader. Token is the value of their accessToken cookie.
 type User struct {
+	// Expired makes the token answer 401 "Expired token", as a session
+	// past its expiry does. A token the fake does not know answers 401
+	// "Unable to decode token" (Outline cannot decode it as its JWT).
+	Expired     bool
 	ID          string // default: a random UUID
 	Name        string
 	Email       string
@@ -111,9 +118,30 @@ type Document struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time // default CreatedAt
 	// Access lists what each user (by ID) may do. Nil: every member of the
-	// document's team reads and downloads. Non-nil: only the users listed,
-	// with the rights listed. Users of another team never have access.
+	// document's team reads and downloads (of a private collection: every
+	// member of the collection). Non-nil: only the users listed, with the
+	// rights listed. Users of another team never have access.
 	Access map[string]Access
+	// CollectionID is the collection the document is in (AddCollection);
+	// "" puts it in a workspace-wide collection of its own. ParentID is
+	// the document it sits below in the collection's tree.
+	CollectionID, ParentID string
+	// DeletedAt, when set, puts the document in Outline's trash; Outline
+	// still answers it to whoever may restore it.
+	DeletedAt time.Time
+}
+
+// Collection is a collection of the fake. A private one answers every
+// ability of its documents as the list of membership ids that grant it
+// (documents.info-private-*.json), a workspace-wide one as booleans.
+type Collection struct {
+	ID      string // default: a random UUID
+	URLID   string // default: 10 random alphanumerics
+	Name    string
+	TeamID  string // default TeamID
+	Private bool
+	// Members are the user ids with access to a private collection.
+	Members []string
 }
 
 // Attachment is an uploaded file.
@@ -152,9 +180,14 @@ type Server struct {
 
 	secret []byte
 
+	rec *recordings
+
 	mu          sync.Mutex
 	users       map[string]*User // by token
 	docs        []*Document
+	collections []*Collection
+	memberships map[string]string // by collection id + user id: the membership id
+	payment     bool
 	attachments map[string]*Attachment
 	external    map[string]http.HandlerFunc
 	hits        []Hit
@@ -167,6 +200,8 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
+		rec:         openRecordings(t),
+		memberships: map[string]string{},
 		secret:      []byte(randomHex(16)),
 		users:       map[string]*User{},
 		attachments: map[string]*Attachment{},
@@ -277,6 +312,15 @@ func (s *Server) SetFailure(status int) {
 	s.failure = status
 }
 
+// SetPaymentRequired makes every Outline API call answer 402
+// payment_required, as Outline's cloud does for a workspace whose plan has
+// lapsed; false restores normal answers.
+func (s *Server) SetPaymentRequired(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.payment = on
+}
+
 // SetDelay holds every Outline API answer back by d (or until the request
 // is cancelled).
 func (s *Server) SetDelay(d time.Duration) {
@@ -335,6 +379,24 @@ func (s *Server) AddDocument(d Document) Document {
 	defer s.mu.Unlock()
 	s.docs = append(s.docs, &d)
 	return d
+}
+
+// AddCollection adds a collection and returns it with its defaults filled
+// in.
+func (s *Server) AddCollection(c Collection) Collection {
+	if c.ID == "" {
+		c.ID = newUUID()
+	}
+	if c.URLID == "" {
+		c.URLID = randomAlnum(10)
+	}
+	if c.TeamID == "" {
+		c.TeamID = TeamID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.collections = append(s.collections, &c)
+	return c
 }
 
 // AddAttachment adds an attachment and returns the URL Outline's Markdown
@@ -401,15 +463,24 @@ func (s *Server) record(name string, h http.Handler) http.Handler {
 // apiError is Outline's error answer. With an Accept that prefers HTML,
 // Outline answers an HTML page instead.
 func apiError(w http.ResponseWriter, r *http.Request, status int, code, message string, data any) {
-	if wantsHTML(r) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(status)
-		fmt.Fprintf(w, "<!DOCTYPE html><html><body><h1>%d</h1><p>%s</p></body></html>", status, message)
-		return
-	}
 	body := map[string]any{"ok": false, "error": code, "status": status, "message": message}
 	if data != nil {
 		body["data"] = data
+	}
+	writeError(w, r, status, body)
+}
+
+// recordedError answers the status and error body of a recording exactly.
+func (s *Server) recordedError(w http.ResponseWriter, r *http.Request, name string) {
+	writeError(w, r, s.rec.load(name).Status, s.rec.body(name))
+}
+
+func writeError(w http.ResponseWriter, r *http.Request, status int, body map[string]any) {
+	if wantsHTML(r) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, "<!DOCTYPE html><html><body><h1>%d</h1><p>%v</p></body></html>", status, body["message"])
+		return
 	}
 	writeJSON(w, status, body)
 }
@@ -423,15 +494,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
-}
-
-// ok writes a success answer: data, policies, then "status":200,"ok":true
-// appended as Outline does.
-func ok(w http.ResponseWriter, data any, policies []any) {
-	if policies == nil {
-		policies = []any{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "policies": policies, "status": 200, "ok": true})
 }
 
 // token finds the request's token the way Outline does, first match wins:
@@ -457,7 +519,8 @@ func token(r *http.Request, body map[string]any) string {
 
 // authenticate finds the user of the request, or answers the error Outline
 // would and returns nil. With optional, a request without a token passes
-// with a nil user and ok true.
+// with a nil user and ok true. The refusals are the recorded ones: no
+// token, an expired one, one Outline cannot decode, a suspended user.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, body map[string]any, optional bool) (u *User, ok bool) {
 	tok := token(r, body)
 	if tok == "" && optional {
@@ -467,14 +530,21 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, body map[s
 	u = s.users[tok]
 	s.mu.Unlock()
 	switch {
-	case tok == "" || u == nil || strings.HasPrefix(tok, "ol_api_") && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer "):
-		apiError(w, r, 401, "authentication_required", "Authentication required", nil)
+	case tok == "":
+		s.recordedError(w, r, "auth.info-none")
+		return nil, false
+	case u == nil || strings.HasPrefix(tok, "ol_api_") && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer "):
+		s.recordedError(w, r, "auth.info-garbage")
+		return nil, false
+	case u.Expired:
+		s.recordedError(w, r, "auth.info-expired")
 		return nil, false
 	case u.Suspended:
-		apiError(w, r, 403, "user_suspended", "Your access has been suspended by a workspace admin.",
-			map[string]string{"adminEmail": "admin@example.com"})
+		s.recordedError(w, r, "auth.info-suspended")
 		return nil, false
 	case u.RateLimited:
+		// Not in the recordings (the limiter needs 1,000 calls a minute);
+		// the shape seen on the same server.
 		w.Header().Set("Retry-After", "42")
 		apiError(w, r, 429, "rate_limit_exceeded", "Rate limit exceeded for this operation", nil)
 		return nil, false
@@ -489,7 +559,7 @@ var (
 
 func (s *Server) serveOutline(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	failure, delay := s.failure, s.delay
+	failure, delay, payment := s.failure, s.delay, s.payment
 	s.mu.Unlock()
 	if delay > 0 {
 		select {
@@ -504,6 +574,12 @@ func (s *Server) serveOutline(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "<html><body><h1>%d %s</h1></body></html>", failure, http.StatusText(failure))
 		return
 	}
+	if payment && r.URL.Path != "/api/files.get" {
+		// Not in the recordings (a self-hosted server has no plan): the
+		// shape of every other Outline error, with the cloud's code.
+		apiError(w, r, http.StatusPaymentRequired, "payment_required", "Payment required", nil)
+		return
+	}
 	// Outline's body parser reads JSON only when it is declared as JSON.
 	body := map[string]any{}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
@@ -514,12 +590,18 @@ func (s *Server) serveOutline(w http.ResponseWriter, r *http.Request) {
 		s.authInfo(w, r, body)
 	case "/api/documents.info":
 		s.documentsInfo(w, r, body)
-	case "/api/attachments.redirect":
+	case "/api/collections.info":
+		s.collectionsInfo(w, r, body)
+	case "/api/collections.documents":
+		s.collectionsDocuments(w, r, body)
+	case "/api/attachments.redirect", "/api/emojis.redirect":
+		// A custom emoji's image is an attachment of the fake, its id the
+		// emoji's.
 		s.attachmentsRedirect(w, r, body)
 	case "/api/files.get":
 		s.filesGet(w, r)
 	default:
-		apiError(w, r, 404, "not_found", "Resource not found", nil)
+		s.recordedError(w, r, "documents.info-unknown")
 	}
 }
 
@@ -531,6 +613,8 @@ func postOnly(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// authInfo answers auth.info-admin.json (for an admin) or
+// auth.info-member.json with the user and team put in.
 func (s *Server) authInfo(w http.ResponseWriter, r *http.Request, body map[string]any) {
 	if !postOnly(w, r) {
 		return
@@ -539,21 +623,75 @@ func (s *Server) authInfo(w http.ResponseWriter, r *http.Request, body map[strin
 	if !okay {
 		return
 	}
-	ok(w, map[string]any{
-		"user": map[string]any{
-			"id": u.ID, "name": u.Name, "email": u.Email, "role": u.Role, "isSuspended": false,
-			"avatarUrl": nil, "color": "#FDEA9B", "language": "en_US", "timezone": "Europe/Berlin",
-			"createdAt": "2026-01-01T00:00:00.000Z", "lastActiveAt": "2026-05-01T00:00:00.000Z",
-		},
-		"team": map[string]any{
-			"id": u.TeamID, "name": TeamName, "url": "https://wiki.example.com", "avatarUrl": nil,
-			"sharing": true, "preferences": map[string]any{"viewersCanExport": true},
-		},
-		"groups":             []any{},
-		"groupUsers":         []any{},
-		"collaborationToken": "not-a-real-token",
-		"availableTeams":     []any{map[string]any{"id": u.TeamID, "name": TeamName, "isSignedIn": true}},
-	}, []any{map[string]any{"id": u.ID, "abilities": map[string]any{"read": true, "update": true}}})
+	name := "auth.info-member"
+	if u.Role == "admin" {
+		name = "auth.info-admin"
+	}
+	ans := s.rec.body(name)
+	data := object(ans, "data")
+	user := object(data, "user")
+	user["id"], user["name"], user["email"], user["role"] = u.ID, u.Name, u.Email, u.Role
+	team := object(data, "team")
+	team["id"], team["name"], team["url"] = u.TeamID, TeamName, s.Outline.URL
+	if at, ok := data["availableTeams"].([]any); ok && len(at) > 0 {
+		if t0, ok := at[0].(map[string]any); ok {
+			t0["id"], t0["url"] = u.TeamID, s.Outline.URL
+		}
+	}
+	if ps, ok := ans["policies"].([]any); ok && len(ps) == 2 {
+		ps[0].(map[string]any)["id"] = u.TeamID
+		ps[1].(map[string]any)["id"] = u.ID
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// collection returns the collection of id, nil for none. s.mu is held.
+func (s *Server) collection(id string) *Collection {
+	for _, c := range s.collections {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// membership returns the (stable) id of u's membership of c. s.mu is held.
+func (s *Server) membership(c *Collection, u *User) string {
+	k := c.ID + "/" + u.ID
+	if m, ok := s.memberships[k]; ok {
+		return m
+	}
+	m := newUUID()
+	s.memberships[k] = m
+	return m
+}
+
+// access is what u may do with d, and the membership id that grants it in
+// a private collection ("" in a workspace-wide one).
+func (s *Server) access(u *User, d *Document) (Access, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u.TeamID != d.TeamID {
+		return Access{}, ""
+	}
+	c := s.collection(d.CollectionID)
+	private := c != nil && c.Private
+	a := Access{Read: true, Download: true}
+	if private {
+		a = Access{}
+		for _, id := range c.Members {
+			if id == u.ID {
+				a = Access{Read: true, Download: true}
+			}
+		}
+	}
+	if d.Access != nil {
+		a = d.Access[u.ID]
+	}
+	if private && a.Read {
+		return a, s.membership(c, u)
+	}
+	return a, ""
 }
 
 func (s *Server) documentsInfo(w http.ResponseWriter, r *http.Request, body map[string]any) {
@@ -573,7 +711,7 @@ func (s *Server) documentsInfo(w http.ResponseWriter, r *http.Request, body map[
 	if !uuidRE.MatchString(id) {
 		m := slugURLIDRE.FindStringSubmatch(id)
 		if m == nil {
-			apiError(w, r, 400, "validation_error", "id: Invalid document id", nil)
+			s.recordedError(w, r, "documents.info-malformed")
 			return
 		}
 		urlID = m[1]
@@ -587,40 +725,186 @@ func (s *Server) documentsInfo(w http.ResponseWriter, r *http.Request, body map[
 	}
 	s.mu.Unlock()
 	if d == nil {
-		apiError(w, r, 404, "not_found", "Resource not found", nil)
+		s.recordedError(w, r, "documents.info-unknown")
 		return
 	}
-	access := Access{Read: true, Download: true}
-	if d.Access != nil {
-		access = d.Access[u.ID]
-	}
-	if u.TeamID != d.TeamID || !access.Read {
-		apiError(w, r, 403, "authorization_error", "Authorization error", nil)
+	access, member := s.access(u, d)
+	if !access.Read {
+		s.recordedError(w, r, "documents.info-private-noaccess")
 		return
 	}
-	data := map[string]any{
+	// A private collection answers abilities as membership lists, a
+	// workspace-wide one as booleans: start from the matching recording.
+	name := "documents.info-open-viewer"
+	switch {
+	case member != "" && u.Role == "admin":
+		name = "documents.info-private-admin"
+	case member != "":
+		name = "documents.info-private-member"
+	}
+	ans := s.rec.body(name)
+	data := object(ans, "data")
+	collectionID := d.CollectionID
+	if collectionID == "" {
+		collectionID = "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+	}
+	var parent, deleted, icon any
+	if d.ParentID != "" {
+		parent = d.ParentID
+	}
+	if !d.DeletedAt.IsZero() {
+		deleted = stamp(d.DeletedAt)
+	}
+	if d.Icon != "" {
+		icon = d.Icon
+	}
+	for k, v := range map[string]any{
 		"id": d.ID, "url": "/doc/" + slug(d.Title) + "-" + d.URLID, "urlId": d.URLID,
-		"title": d.Title, "icon": d.Icon, "color": nil, "language": d.Language,
-		"createdAt": stamp(d.CreatedAt), "createdBy": d.CreatedBy,
-		"updatedAt": stamp(d.UpdatedAt), "updatedBy": d.UpdatedBy,
-		"publishedAt": stamp(d.CreatedAt), "archivedAt": nil, "deletedAt": nil,
-		"teamId": d.TeamID, "template": false, "templateId": nil, "revision": 7,
-		"collectionId": "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "parentDocumentId": nil,
-		"fullWidth": false, "collaboratorIds": []string{d.CreatedBy.ID}, "isCollectionDeleted": false,
+		"title": d.Title, "icon": icon, "language": d.Language,
+		"createdAt": stamp(d.CreatedAt), "updatedAt": stamp(d.UpdatedAt), "publishedAt": stamp(d.CreatedAt),
+		"deletedAt": deleted, "collectionId": collectionID, "parentDocumentId": parent,
+		"collaboratorIds": []string{d.CreatedBy.ID},
+	} {
+		data[k] = v
+	}
+	for k, p := range map[string]Person{"createdBy": d.CreatedBy, "updatedBy": d.UpdatedBy} {
+		o := object(data, k)
+		o["id"], o["name"] = p.ID, p.Name
 	}
 	// With x-api-version 3 or more Outline answers ProseMirror JSON
 	// instead of Markdown.
 	if v, err := strconv.Atoi(r.Header.Get("x-api-version")); err == nil && v >= 3 {
+		delete(data, "text")
 		data["content"] = map[string]any{"type": "doc", "content": []any{}}
 	} else {
 		data["text"] = d.Text
 	}
-	ok(w, data, []any{map[string]any{"id": d.ID, "abilities": map[string]any{
-		"read": access.Read, "download": access.Download, "update": false, "delete": false,
-		"share": true, "comment": true, "archive": false,
-	}}})
+	p := ans["policies"].([]any)[0].(map[string]any)
+	p["id"] = d.ID
+	abilities := object(p, "abilities")
+	for k, v := range abilities {
+		if _, isList := v.([]any); isList {
+			abilities[k] = []any{member}
+		}
+	}
+	grant := func(on bool) any {
+		switch {
+		case member == "":
+			return on
+		case on:
+			return []any{member}
+		}
+		return false
+	}
+	abilities["read"], abilities["download"] = grant(access.Read), grant(access.Download)
+	writeJSON(w, http.StatusOK, ans)
 }
 
+// collectionsInfo answers collections.info-open.json with the collection
+// put in.
+func (s *Server) collectionsInfo(w http.ResponseWriter, r *http.Request, body map[string]any) {
+	if !postOnly(w, r) {
+		return
+	}
+	u, okay := s.authenticate(w, r, body, false)
+	if !okay {
+		return
+	}
+	c, okay := s.readableCollection(w, r, u, body)
+	if !okay {
+		return
+	}
+	ans := s.rec.body("collections.info-open")
+	data := object(ans, "data")
+	data["id"], data["urlId"], data["name"] = c.ID, c.URLID, c.Name
+	data["url"] = "/collection/" + slug(c.Name) + "-" + c.URLID
+	if c.Private {
+		data["permission"] = nil
+	}
+	ans["policies"].([]any)[0].(map[string]any)["id"] = c.ID
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// readableCollection finds the collection the request's id names and u may
+// read, or answers Outline's error.
+func (s *Server) readableCollection(w http.ResponseWriter, r *http.Request, u *User, body map[string]any) (*Collection, bool) {
+	id, _ := body["id"].(string)
+	urlID := ""
+	if m := slugURLIDRE.FindStringSubmatch(id); m != nil {
+		urlID = m[1]
+	} else if !uuidRE.MatchString(id) {
+		s.recordedError(w, r, "documents.info-malformed")
+		return nil, false
+	}
+	s.mu.Lock()
+	var c *Collection
+	for _, x := range s.collections {
+		if strings.EqualFold(x.ID, id) || x.URLID == urlID {
+			c = x
+		}
+	}
+	s.mu.Unlock()
+	if c == nil {
+		s.recordedError(w, r, "documents.info-unknown")
+		return nil, false
+	}
+	may := u.TeamID == c.TeamID
+	if c.Private {
+		may = false
+		for _, m := range c.Members {
+			may = may || m == u.ID
+		}
+	}
+	if !may {
+		s.recordedError(w, r, "collections.documents-private-noaccess")
+		return nil, false
+	}
+	return c, true
+}
+
+// collectionsDocuments answers the collection's tree in the shape of
+// collections.documents-open.json: every document of the collection that
+// is not deleted, children below their parent, in the order added.
+func (s *Server) collectionsDocuments(w http.ResponseWriter, r *http.Request, body map[string]any) {
+	if !postOnly(w, r) {
+		return
+	}
+	u, okay := s.authenticate(w, r, body, false)
+	if !okay {
+		return
+	}
+	c, okay := s.readableCollection(w, r, u, body)
+	if !okay {
+		return
+	}
+	s.mu.Lock()
+	var docs []*Document
+	for _, d := range s.docs {
+		if d.CollectionID == c.ID && d.DeletedAt.IsZero() {
+			docs = append(docs, d)
+		}
+	}
+	s.mu.Unlock()
+	var tree func(parent string) []any
+	tree = func(parent string) []any {
+		nodes := []any{}
+		for _, d := range docs {
+			if d.ParentID == parent {
+				nodes = append(nodes, map[string]any{
+					"id": d.ID, "url": "/doc/" + slug(d.Title) + "-" + d.URLID, "title": d.Title,
+					"children": tree(d.ID),
+				})
+			}
+		}
+		return nodes
+	}
+	ans := s.rec.body("collections.documents-open")
+	ans["data"] = tree("")
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// attachmentsRedirect answers as attachments.redirect-member.json: a 302
+// to signed storage, with a text/plain "Redirecting to …" body.
 func (s *Server) attachmentsRedirect(w http.ResponseWriter, r *http.Request, body map[string]any) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		apiError(w, r, 405, "method_not_allowed", "Method Not Allowed", nil)
@@ -642,11 +926,11 @@ func (s *Server) attachmentsRedirect(w http.ResponseWriter, r *http.Request, bod
 	a := s.attachments[id]
 	s.mu.Unlock()
 	if a == nil {
-		apiError(w, r, 404, "not_found", "Resource not found", nil)
+		s.recordedError(w, r, "documents.info-unknown")
 		return
 	}
 	if !a.Public && (u == nil || u.TeamID != a.TeamID) {
-		apiError(w, r, 403, "authorization_error", "Authorization error", nil)
+		s.recordedError(w, r, "documents.info-private-noaccess")
 		return
 	}
 	sig := s.sign(a.ID)
@@ -657,8 +941,11 @@ func (s *Server) attachmentsRedirect(w http.ResponseWriter, r *http.Request, bod
 		target = fmt.Sprintf("http://%s:%d/uploads/%s?%s", StorageHost, serverPort(s.Storage), a.ID,
 			url.Values{"X-Amz-Expires": {"300"}, "X-Amz-Signature": {sig}}.Encode())
 	}
-	w.Header().Set("Cache-Control", "max-age=300")
-	http.Redirect(w, r, target, http.StatusFound)
+	rec := s.rec.load("attachments.redirect-member")
+	w.Header().Set("Location", target)
+	w.Header().Set("Content-Type", rec.Headers["Content-Type"])
+	w.WriteHeader(rec.Status)
+	io.WriteString(w, "Redirecting to "+target)
 }
 
 // filesGet serves a local-storage attachment by signature, like Outline's

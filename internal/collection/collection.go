@@ -1,0 +1,156 @@
+// Package collection joins the documents of an Outline collection into one
+// Markdown document in Outline's dialect, so that a whole collection prints
+// as one PDF in one TeX run: one title page, one table of contents over
+// every document with its nesting, each document a chapter.
+//
+// Each document's title becomes a heading of the level of its depth in the
+// collection's tree (1 to 3, the levels the table of contents lists), and
+// the document's own headings move below level 3, out of the contents.
+// The contents have a page of their own and every top-level document
+// starts a page. Footnote labels are made unique
+// per document, and a code fence a document leaves open is closed, so that
+// one document cannot change how the next one reads.
+package collection
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/markdown"
+)
+
+// Doc is one document of a collection, in the tree's order.
+type Doc struct {
+	Title string
+	Depth int    // 0 for a document at the top of the collection
+	Text  string // Markdown in Outline's dialect
+}
+
+// Skipped is a document of the collection that is not printed (the reader
+// may read but not download it), listed on the contents page.
+type Skipped struct {
+	Title string
+	Why   string
+}
+
+// Check applies the single-document limits to each document: its Markdown
+// size (413 too_large), its formulas and its number of images (422), each
+// problem naming the document. It parses each document once.
+func Check(docs []Doc) error {
+	var problems []limits.Problem
+	for _, d := range docs {
+		if len(d.Text) > limits.MaxMarkdownBytes {
+			return limits.TooLargeThan(int64(len(d.Text)), limits.MaxMarkdownBytes)
+		}
+		md, err := markdown.Parse([]byte(d.Text), markdown.Options{Dialect: markdown.DialectOutline})
+		if le, ok := err.(*limits.Error); ok {
+			for _, p := range le.Problems {
+				p.Message = fmt.Sprintf("document %q: %s", title(d.Title), p.Message)
+				problems = append(problems, p)
+			}
+			continue
+		} else if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, ref := range md.Images() {
+			seen[ref.URL] = true
+		}
+		if len(seen) > limits.MaxImages {
+			problems = append(problems, limits.Problem{
+				Field: "images", Source: limits.SourceImage, Code: limits.CodeImage,
+				Message: fmt.Sprintf("document %q references %d images, at most %d", title(d.Title), len(seen), limits.MaxImages),
+			})
+		}
+	}
+	return limits.Invalid(problems...)
+}
+
+// Markdown joins docs into one document. skipped, when not empty, is listed
+// first, in a notice right after the table of contents.
+func Markdown(docs []Doc, skipped []Skipped) []byte {
+	var b bytes.Buffer
+	if len(skipped) > 0 {
+		b.WriteString(":::info\nNot printed:\n\n")
+		for _, s := range skipped {
+			fmt.Fprintf(&b, "- %s (%s)\n", escape(title(s.Title)), escape(s.Why))
+		}
+		b.WriteString("\n:::\n\n")
+	}
+	for i, d := range docs {
+		if d.Depth == 0 || i == 0 {
+			// Outline's page break: the contents have their page, and
+			// each top-level document starts one.
+			b.WriteString("***\n\n")
+		}
+		level := min(d.Depth+1, 3)
+		fmt.Fprintf(&b, "%s %s\n\n", strings.Repeat("#", level), escape(title(d.Title)))
+		b.WriteString(body(d.Text, i))
+		b.WriteString("\n\n")
+	}
+	return b.Bytes()
+}
+
+func title(t string) string {
+	if strings.TrimSpace(t) == "" {
+		return "Untitled"
+	}
+	return t
+}
+
+// escape makes a title plain text in Markdown: every ASCII punctuation
+// character gets a backslash, and a line break becomes a space.
+func escape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case r < 0x80 && strings.ContainsRune("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+var (
+	atxHeading = regexp.MustCompile(`^( {0,3})(#{1,6})([ \t]|$)`)
+	footnote   = regexp.MustCompile(`\[\^([^\]\s]+)\]`)
+)
+
+// body returns a document's text with its headings three levels deeper
+// (at most 6), its footnote labels prefixed with the document's number,
+// and a code fence it leaves open closed.
+func body(text string, n int) string {
+	var out strings.Builder
+	var fence string // the open code fence, "" outside one
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		switch {
+		case fence != "":
+			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]+" \t\r") == "" {
+				fence = ""
+			}
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, trimmed[:1]))]
+		default:
+			if m := atxHeading.FindStringSubmatch(line); m != nil {
+				level := min(len(m[2])+3, 6)
+				line = m[1] + strings.Repeat("#", level) + line[len(m[1])+len(m[2]):]
+			}
+			line = footnote.ReplaceAllString(line, fmt.Sprintf("[^d%d-$1]", n+1))
+		}
+		out.WriteString(line)
+		out.WriteByte('\n')
+	}
+	if fence != "" {
+		out.WriteString(fence + "\n")
+	}
+	return out.String()
+}

@@ -1,0 +1,56 @@
+package collection
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/outprint/outprint/internal/limits"
+)
+
+func TestMarkdown(t *testing.T) {
+	docs := []Doc{
+		{Title: "Intro # not a heading", Depth: 0, Text: "# Own heading\n\nText[^1].\n\n[^1]: Note one."},
+		{Title: "", Depth: 1, Text: "```\n# in code\n[^1]\n"},
+		{Title: "Deep", Depth: 5, Text: "#### Four\n\nMore[^1].\n\n[^1]: Note two."},
+	}
+	got := string(Markdown(docs, []Skipped{{Title: "Secret *plan*", Why: "no download"}}))
+	for _, want := range []string{
+		":::info\nNot printed:\n\n- Secret \\*plan\\* (no download)\n\n:::",
+		"***\n\n# Intro \\# not a heading\n\n#### Own heading\n",
+		"Text[^d1-1].", "[^d1-1]: Note one.",
+		"## Untitled\n\n```\n# in code\n[^1]\n\n```\n", // the open fence is closed, code left alone
+		"### Deep\n\n###### Four\n", "More[^d3-1].",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Markdown() = %q, want it to contain %q", got, want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	var imgs strings.Builder
+	for i := range limits.MaxImages + 1 {
+		imgs.WriteString("![](https://example.com/" + strings.Repeat("x", i+1) + ".png)\n\n")
+	}
+	tests := []struct {
+		name   string
+		docs   []Doc
+		status int
+	}{
+		{"fine", []Doc{{Title: "A", Text: "text $x$"}}, 0},
+		{"too large", []Doc{{Title: "A", Text: strings.Repeat("x", limits.MaxMarkdownBytes+1)}}, 413},
+		{"bad formula", []Doc{{Title: "A", Text: "ok"}, {Title: "B", Text: "$\\input{x}$"}}, 422},
+		{"too many images", []Doc{{Title: "A", Text: imgs.String()}}, 422},
+	}
+	for _, tt := range tests {
+		err := Check(tt.docs)
+		le, _ := err.(*limits.Error)
+		switch {
+		case tt.status == 0 && err != nil, tt.status != 0 && (le == nil || le.Status != tt.status):
+			t.Errorf("%s: Check = %v, want status %d", tt.name, err, tt.status)
+		}
+		if tt.name == "bad formula" && le != nil && !strings.Contains(le.Problems[0].Message, `document "B"`) {
+			t.Errorf("%s: problem %q does not name the document", tt.name, le.Problems[0].Message)
+		}
+	}
+}
