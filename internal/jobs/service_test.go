@@ -734,6 +734,18 @@ func TestBudgetBoundsConcurrency(t *testing.T) {
 					t.Errorf("job %s = %s, want succeeded", id, j.State)
 				}
 			}
+			// The worker gives its slot back as its last step, after the
+			// job's row says succeeded: wait (bounded) for that.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				bud.mu.Lock()
+				inUse := bud.inUse
+				bud.mu.Unlock()
+				if inUse == 0 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			bud.mu.Lock()
 			defer bud.mu.Unlock()
 			if bud.max != 1 || bud.inUse != 0 {
