@@ -126,12 +126,17 @@ var (
 
 // body returns a document's text with its headings three levels deeper
 // (at most 6), its footnote labels prefixed with the document's number,
-// and a code fence it leaves open closed.
+// and a code fence, notice or toggle it leaves open closed: the next
+// document must not end up inside it.
 func body(text string, n int) string {
 	var out strings.Builder
 	var fence string // the open code fence, "" outside one
+	// open lists the notices (":::") and toggles (their fence of "+")
+	// opened and not yet closed, innermost last.
+	var open []string
 	for _, line := range strings.Split(text, "\n") {
 		trimmed := strings.TrimLeft(line, " ")
+		bare := strings.TrimRight(trimmed, " \t\r")
 		switch {
 		case fence != "":
 			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]+" \t\r") == "" {
@@ -139,6 +144,27 @@ func body(text string, n int) string {
 			}
 		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
 			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, trimmed[:1]))]
+		case strings.HasPrefix(bare, ":::"):
+			if strings.Trim(bare, ":") == "" {
+				// A closing ":::" closes the innermost notice.
+				for i := len(open) - 1; i >= 0; i-- {
+					if open[i] == ":::" {
+						open = open[:i]
+						break
+					}
+				}
+			} else {
+				open = append(open, ":::")
+			}
+		case strings.HasPrefix(bare, "+++"):
+			run := len(bare) - len(strings.TrimLeft(bare, "+"))
+			if run == len(bare) && len(open) > 0 && strings.HasPrefix(open[len(open)-1], "+") && run >= len(open[len(open)-1]) {
+				// A bare fence at least as long as the open toggle's
+				// closes it (Outline's rule).
+				open = open[:len(open)-1]
+			} else {
+				open = append(open, bare[:run])
+			}
 		default:
 			if m := atxHeading.FindStringSubmatch(line); m != nil {
 				level := min(len(m[2])+3, 6)
@@ -151,6 +177,9 @@ func body(text string, n int) string {
 	}
 	if fence != "" {
 		out.WriteString(fence + "\n")
+	}
+	for i := len(open) - 1; i >= 0; i-- {
+		out.WriteString("\n" + open[i] + "\n")
 	}
 	return out.String()
 }

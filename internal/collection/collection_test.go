@@ -54,3 +54,26 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyClosesOpenBlocks: a document that leaves a notice or a toggle
+// open has it closed at its end, innermost first, so the next document of
+// the collection is not swallowed by it; closed blocks and blocks inside
+// code are left alone.
+func TestBodyClosesOpenBlocks(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"open notice", ":::info\ntext", ":::info\ntext\n\n:::\n"},
+		{"closed notice", ":::info\ntext\n:::", ":::info\ntext\n:::\n"},
+		{"nested, inner closed", ":::info\n:::warning\nx\n:::\ny", ":::info\n:::warning\nx\n:::\ny\n\n:::\n"},
+		{"open toggle", "+++++\nTitle\n\nbody", "+++++\nTitle\n\nbody\n\n+++++\n"},
+		{"closed toggle", "+++++\nTitle\n+++++", "+++++\nTitle\n+++++\n"},
+		{"toggle in notice, both open", ":::tip\n+++\nT", ":::tip\n+++\nT\n\n+++\n\n:::\n"},
+		{"notice in code", "```\n:::info\n```", "```\n:::info\n```\n"},
+	}
+	for _, tt := range tests {
+		if got := body(tt.text, 0); got != tt.want {
+			t.Errorf("%s: body(%q) = %q, want %q", tt.name, tt.text, got, tt.want)
+		}
+	}
+}
