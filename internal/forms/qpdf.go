@@ -1,7 +1,6 @@
 package forms
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outprint/outprint/internal/childproc"
 	"github.com/outprint/outprint/internal/limits"
 )
 
@@ -92,8 +92,8 @@ func (s qpdfSandbox) run(ctx context.Context, dir string, args ...string) (qpdfR
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	out := &capped{max: s.maxOut}
-	stderr := &capped{max: 8 << 10, truncate: true}
+	out := &childproc.Capped{Max: s.maxOut}
+	stderr := &childproc.Capped{Max: 8 << 10, Truncate: true}
 	cmd.Stdout, cmd.Stderr = out, stderr
 	if err := cmd.Start(); err != nil {
 		return qpdfResult{}, fmt.Errorf("start qpdf: %w", err)
@@ -104,7 +104,7 @@ func (s qpdfSandbox) run(ctx context.Context, dir string, args ...string) (qpdfR
 	if ctx.Err() != nil {
 		return qpdfResult{}, fmt.Errorf("qpdf: %w", ctx.Err())
 	}
-	res := qpdfResult{stdout: out.buf.Bytes(), stderr: stderr.buf.String(), overflow: out.over,
+	res := qpdfResult{stdout: out.Bytes(), stderr: string(stderr.Bytes()), overflow: out.Over(),
 		timedOut: errors.Is(tctx.Err(), context.DeadlineExceeded)}
 	if werr != nil {
 		var ee *exec.ExitError
@@ -177,28 +177,3 @@ func invalidPDF(msg string) error {
 		Field: "pdf", Source: limits.SourceDocument, Code: CodeInvalidPDF, Message: "the PDF is not usable: " + msg,
 	})
 }
-
-// capped is a bounded buffer for a child's output. Past max it keeps
-// nothing more and either fails the write (stdout: the copy stops, the
-// child gets EPIPE and over is reported) or swallows the rest (stderr).
-type capped struct {
-	buf      bytes.Buffer
-	max      int
-	truncate bool
-	over     bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.buf.Len()
-	if len(p) <= room {
-		return c.buf.Write(p)
-	}
-	c.buf.Write(p[:max(room, 0)])
-	c.over = true
-	if c.truncate {
-		return len(p), nil
-	}
-	return 0, errOutputTooLarge
-}
-
-var errOutputTooLarge = errors.New("output too large")

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/outprint/outprint/internal/childproc"
 	"github.com/outprint/outprint/internal/limits"
 )
 
@@ -156,8 +157,8 @@ func (s sandbox) run(ctx context.Context, bin, work string, svg []byte, isolate 
 	if err != nil {
 		return runResult{}, fmt.Errorf("svg to pdf: %w", err)
 	}
-	out := &capped{max: s.maxPDF}
-	stderr := &capped{max: 4 << 10, truncate: true}
+	out := &childproc.Capped{Max: s.maxPDF}
+	stderr := &childproc.Capped{Max: 4 << 10, Truncate: true}
 	cmd.Stdout, cmd.Stderr = out, stderr
 	if err := cmd.Start(); err != nil {
 		stdin.Close()
@@ -189,33 +190,19 @@ func (s sandbox) run(ctx context.Context, bin, work string, svg []byte, isolate 
 	// there is nothing, which is the normal case).
 	syscall.Kill(-pid, syscall.SIGKILL)
 	<-written
-	return runResult{pdf: out.buf.Bytes(), stderr: stderr.buf.Bytes(), overflow: out.over, err: werr}, nil
+	return runResult{pdf: out.Bytes(), stderr: stderr.Bytes(), overflow: out.Over(), err: werr}, nil
 }
 
-// setLimits lowers the rlimits of the child pid. A limit is never raised
-// above what the child inherited (that would need privileges, and a lower
-// inherited limit is the operator's choice).
+// setLimits lowers the rlimits of the child pid (never above what it
+// inherited).
 func (s sandbox) setLimits(pid int) error {
-	for _, l := range []struct {
-		resource  int
-		cur, hard uint64
-	}{
-		{unix.RLIMIT_AS, s.memory, s.memory},
-		{unix.RLIMIT_CPU, s.cpu, s.cpu + 1},
-		{unix.RLIMIT_FSIZE, fileSizeLimit, fileSizeLimit},
-		{unix.RLIMIT_CORE, 0, 0},
-		{unix.RLIMIT_NOFILE, 256, 256},
-	} {
-		var old unix.Rlimit
-		if err := unix.Prlimit(pid, l.resource, nil, &old); err != nil {
-			return err
-		}
-		lim := unix.Rlimit{Cur: min(l.cur, old.Max), Max: min(l.hard, old.Max)}
-		if err := unix.Prlimit(pid, l.resource, &lim, nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	return childproc.Lower(pid,
+		childproc.Limit{Resource: unix.RLIMIT_AS, Cur: s.memory, Max: s.memory},
+		childproc.Limit{Resource: unix.RLIMIT_CPU, Cur: s.cpu, Max: s.cpu + 1},
+		childproc.Limit{Resource: unix.RLIMIT_FSIZE, Cur: fileSizeLimit, Max: fileSizeLimit},
+		childproc.Limit{Resource: unix.RLIMIT_CORE},
+		childproc.Limit{Resource: unix.RLIMIT_NOFILE, Cur: 256, Max: 256},
+	)
 }
 
 // exitProblem sorts a failed conversion: killed by a signal or out of
@@ -254,31 +241,6 @@ func printable(s string) string {
 		return r
 	}, s)
 }
-
-// capped is a bounded buffer for a child's output. Past max it keeps
-// nothing more and either fails the write (stdout: the copy stops, the
-// child gets EPIPE and over is reported) or swallows the rest (stderr).
-type capped struct {
-	buf      bytes.Buffer
-	max      int
-	truncate bool
-	over     bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.buf.Len()
-	if len(p) <= room {
-		return c.buf.Write(p)
-	}
-	c.buf.Write(p[:max(room, 0)])
-	c.over = true
-	if c.truncate {
-		return len(p), nil
-	}
-	return 0, errOutputTooLarge
-}
-
-var errOutputTooLarge = errors.New("output too large")
 
 // mediaBox matches the page size cairo writes into its PDFs, uncompressed,
 // as "/MediaBox [ 0 0 480 270 ]".

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/childproc"
 )
 
 // Defaults of a Rasterizer (see Config).
@@ -135,8 +137,8 @@ func (r *Rasterizer) run(ctx context.Context, work string, pdf []byte, page, wid
 	if err != nil {
 		return nil, err
 	}
-	out := &capped{max: r.cfg.MaxPNG}
-	stderr := &capped{max: stderrKeepBytes, truncate: true}
+	out := &childproc.Capped{Max: r.cfg.MaxPNG}
+	stderr := &childproc.Capped{Max: stderrKeepBytes, Truncate: true}
 	cmd.Stdout, cmd.Stderr = out, stderr
 	if err := cmd.Start(); err != nil {
 		stdin.Close()
@@ -147,7 +149,14 @@ func (r *Rasterizer) run(ctx context.Context, work string, pdf []byte, page, wid
 		return nil, fmt.Errorf("start %s: %w", r.bin, err)
 	}
 	pid := cmd.Process.Pid
-	if err := r.setLimits(pid); err != nil {
+	cpu := max(uint64(r.cfg.Timeout/time.Second), 1)
+	if err := childproc.Lower(pid,
+		childproc.Limit{Resource: unix.RLIMIT_AS, Cur: r.cfg.Memory, Max: r.cfg.Memory},
+		childproc.Limit{Resource: unix.RLIMIT_CPU, Cur: cpu, Max: cpu + 1},
+		childproc.Limit{Resource: unix.RLIMIT_FSIZE, Cur: fileSizeLimit, Max: fileSizeLimit},
+		childproc.Limit{Resource: unix.RLIMIT_CORE},
+		childproc.Limit{Resource: unix.RLIMIT_NOFILE, Cur: openFilesLimit, Max: openFilesLimit},
+	); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		stdin.Close()
 		cmd.Wait()
@@ -164,7 +173,7 @@ func (r *Rasterizer) run(ctx context.Context, work string, pdf []byte, page, wid
 	werr := cmd.Wait()
 	syscall.Kill(-pid, syscall.SIGKILL)
 	<-written
-	if out.over {
+	if out.Over() {
 		return nil, fmt.Errorf("%w (PNG over %d bytes)", ErrTooCostly, r.cfg.MaxPNG)
 	}
 	if werr != nil {
@@ -174,56 +183,7 @@ func (r *Rasterizer) run(ctx context.Context, work string, pdf []byte, page, wid
 				return nil, fmt.Errorf("%w (pdftoppm: %s)", ErrTooCostly, ws.Signal())
 			}
 		}
-		return nil, fmt.Errorf("pdftoppm: %w: %s", werr, bytes.TrimSpace(stderr.buf.Bytes()))
+		return nil, fmt.Errorf("pdftoppm: %w: %s", werr, bytes.TrimSpace(stderr.Bytes()))
 	}
-	return out.buf.Bytes(), nil
-}
-
-// setLimits lowers the rlimits of the child, never above what it
-// inherited.
-func (r *Rasterizer) setLimits(pid int) error {
-	cpu := uint64(r.cfg.Timeout / time.Second)
-	cpu = max(cpu, 1)
-	for _, l := range []struct {
-		resource  int
-		cur, hard uint64
-	}{
-		{unix.RLIMIT_AS, r.cfg.Memory, r.cfg.Memory},
-		{unix.RLIMIT_CPU, cpu, cpu + 1},
-		{unix.RLIMIT_FSIZE, fileSizeLimit, fileSizeLimit},
-		{unix.RLIMIT_CORE, 0, 0},
-		{unix.RLIMIT_NOFILE, openFilesLimit, openFilesLimit},
-	} {
-		var old unix.Rlimit
-		if err := unix.Prlimit(pid, l.resource, nil, &old); err != nil {
-			return err
-		}
-		lim := unix.Rlimit{Cur: min(l.cur, old.Max), Max: min(l.hard, old.Max)}
-		if err := unix.Prlimit(pid, l.resource, &lim, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// capped is a bounded buffer for a child's output: past max it fails the
-// write (the child gets EPIPE) or, with truncate, swallows the rest.
-type capped struct {
-	buf      bytes.Buffer
-	max      int
-	truncate bool
-	over     bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.buf.Len()
-	if len(p) <= room {
-		return c.buf.Write(p)
-	}
-	c.buf.Write(p[:max(room, 0)])
-	c.over = true
-	if c.truncate {
-		return len(p), nil
-	}
-	return 0, errors.New("output too large")
+	return out.Bytes(), nil
 }
