@@ -177,6 +177,14 @@ func LoadMax(ctx context.Context, refs []Ref, src Source, maxImages int) (*Set, 
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				// The feeder may still hand out an image after the
+				// total passed (a select picks among ready cases at
+				// random): it is not fetched.
+				select {
+				case <-over:
+					continue
+				default:
+				}
 				problems[i], internal[i] = loadOne(ctx, src, distinct[i])
 				if internal[i] != nil {
 					cancel()
