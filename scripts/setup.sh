@@ -63,3 +63,7 @@ if [ ! -f internal/web/testdata/node_modules/axe-core/axe.min.js ]; then
   echo "setup: installing axe-core for the browser tests" >&2
   npm ci --prefix internal/web/testdata --no-audit --no-fund --loglevel=error >/dev/null
 fi
+
+# SeaweedFS's weed, the S3-compatible server the store and cluster tests
+# start: built once from its Go module and cached outside the clone.
+bash scripts/seaweedfs.sh >/dev/null

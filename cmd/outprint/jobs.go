@@ -15,7 +15,6 @@ import (
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/render"
-	"github.com/outprint/outprint/internal/store"
 )
 
 // jobRuntime is the job service of one serve process with what it stands
@@ -56,7 +55,7 @@ func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline
 			return nil, fmt.Errorf("migrate %s: %w", db, err)
 		}
 	}
-	st, err := store.NewFS(cfg.DataDir)
+	st, _, err := openStore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}

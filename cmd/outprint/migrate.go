@@ -52,5 +52,13 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitInternal
 	}
 	fmt.Fprintf(stdout, "outprint migrate: %s is up to date\n", db)
+	bucket, err := ensureBucket(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "outprint migrate: store: %v\n", err)
+		return exitInternal
+	}
+	if bucket != "" {
+		fmt.Fprintf(stdout, "outprint migrate: store %s is ready\n", bucket)
+	}
 	return exitOK
 }

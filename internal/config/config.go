@@ -58,6 +58,11 @@ type Config struct {
 	// Database is sqlite://PATH or postgres://… (default
 	// sqlite://<DataDir>/outprint.db; OUTPRINT_DATABASE).
 	Database string
+	// Store is where job inputs and results live: file:///FOLDER or
+	// s3://BUCKET/PREFIX?endpoint=URL&region=REGION (default "": the
+	// data folder; OUTPRINT_STORE). S3 credentials come only from
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+	Store string
 	// Admission bounds concurrent renders (SPEC §4).
 	Admission Admission
 	// Outline connects outprint to an Outline wiki.
@@ -255,6 +260,7 @@ func Load(path string, env []string) (*Config, error) {
 		c.Database = defaultDatabase(c.DataDir)
 	}
 	errs = append(errs, c.check()...)
+	errs = append(errs, c.checkCredentials(env)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -359,6 +365,28 @@ func (c *Config) check() []error {
 	if c.Pool.Max > 0 && c.Pool.Min > c.Pool.Max {
 		errs = append(errs, fmt.Errorf("pool.min %d%s must not be above pool.max %d%s",
 			c.Pool.Min, c.from("pool.min"), c.Pool.Max, c.from("pool.max")))
+	}
+	return errs
+}
+
+// checkCredentials refuses an s3:// store without its credentials in the
+// environment: they never come from the file, and a process that starts
+// without them would fail on its first job instead of at startup.
+func (c *Config) checkCredentials(env []string) []error {
+	if !strings.HasPrefix(c.Store, "s3:") {
+		return nil
+	}
+	var errs []error
+	for _, name := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		found := false
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, name+"="); ok && v != "" {
+				found = true
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("store %s%s needs %s in the environment (S3 credentials never come from the file)", c.Store, c.from("store"), name))
+		}
 	}
 	return errs
 }

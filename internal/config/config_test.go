@@ -94,6 +94,9 @@ func TestFileKeys(t *testing.T) {
 		{"database: sqlite:///tmp/x.db", func(c *Config) any { return c.Database }, "sqlite:///tmp/x.db"},
 		{"database: postgres://outprint@db:5432/outprint", func(c *Config) any { return c.Database }, "postgres://outprint@db:5432/outprint"},
 		{"database: postgresql://db/outprint", func(c *Config) any { return c.Database }, "postgresql://db/outprint"},
+		{"store: file:///srv/outprint/", func(c *Config) any { return c.Store }, "file:///srv/outprint"},
+		{"store: s3://outprint/prod?region=eu-west-3&endpoint=http://s3:8333", func(c *Config) any { return c.Store },
+			"s3://outprint/prod?endpoint=http%3A%2F%2Fs3%3A8333&region=eu-west-3"},
 		{"admission: {slots: 3}", func(c *Config) any { return c.Admission.Slots }, 3},
 		{"admission: {queueDepth: 0}", func(c *Config) any { return c.Admission.QueueDepth }, 0},
 		{"admission: {queueDepth: 12}", func(c *Config) any { return c.Admission.QueueDepth }, 12},
@@ -136,7 +139,7 @@ func TestFileKeys(t *testing.T) {
 		{"# nothing but a comment\n", func(c *Config) any { return plain(c) }, plain(Default())},
 		{"", func(c *Config) any { return plain(c) }, plain(Default())},
 	} {
-		c, err := Load(writeFile(t, tc.yaml), nil)
+		c, err := Load(writeFile(t, tc.yaml), []string{"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s"})
 		if err != nil {
 			t.Errorf("Load(%q) = %v, want no error", tc.yaml, err)
 			continue
@@ -199,7 +202,7 @@ func TestEnvVars(t *testing.T) {
 // The table covers every variable the package accepts.
 func TestEnvVarsComplete(t *testing.T) {
 	want := []string{
-		"OUTPRINT_CONFIG", "OUTPRINT_FAILPOINT", "OUTPRINT_LISTEN", "OUTPRINT_DATA_DIR", "OUTPRINT_DATABASE",
+		"OUTPRINT_CONFIG", "OUTPRINT_FAILPOINT", "OUTPRINT_LISTEN", "OUTPRINT_DATA_DIR", "OUTPRINT_DATABASE", "OUTPRINT_STORE",
 		"OUTPRINT_ADMISSION_SLOTS", "OUTPRINT_ADMISSION_QUEUE_DEPTH", "OUTPRINT_ADMISSION_PER_USER", "OUTPRINT_ADMISSION_MAX_WAIT",
 		"OUTPRINT_OUTLINE_URL", "OUTPRINT_IMAGES_ALLOW_HOSTS", "OUTPRINT_WEBHOOKS_ALLOW_HOSTS", "OUTPRINT_WEBHOOKS_PUBLIC_URL", "OUTPRINT_JOBS_TTL",
 		"OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT", "OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT",
@@ -236,6 +239,9 @@ func TestFileErrors(t *testing.T) {
 		{"listen: 127.0.0.1:99999", []string{`1: listen must be host:port with a port from 0 to 65535 (got "127.0.0.1:99999")`}},
 		{"listen: [a, b]", []string{`1: listen must be host:port, such as 127.0.0.1:8080 (got a list)`}},
 		{"dataDir: ''", []string{`1: dataDir must be a folder path (got "")`}},
+		{"store: /srv/outprint", []string{`1: store must be file:///FOLDER or s3://BUCKET/PREFIX?endpoint=URL&region=REGION (got "/srv/outprint")`}},
+		{"store: s3://outprint/x", []string{`1: store needs region=…, such as s3://outprint?region=us-east-1 (self-hosted stores accept any name) (got "s3://outprint/x")`}},
+		{"store: s3://outprint?region=x&secret=y", []string{`1: store unknown parameter "secret" (want endpoint and region) (got "s3://outprint?region=x&secret=y")`}},
 		{"database: mysql://db/x", []string{`1: database must be sqlite://PATH or postgres://USER@HOST/DB (got "mysql://db/x")`}},
 		{"database: 'sqlite://'", []string{`1: database must be sqlite://PATH or postgres://USER@HOST/DB (got "sqlite://")`}},
 		// The password is masked in the message.
@@ -308,14 +314,14 @@ func TestFileErrors(t *testing.T) {
 		{"admission:\n  colour: red", []string{`2: unknown key admission.colour (known keys here: slots, queueDepth, perUser, maxWait)`}},
 		{"slots: 2", []string{`1: unknown key slots (did you mean admission.slots?)`}},
 		{"listn: x", []string{`1: unknown key listn (did you mean listen?)`}},
-		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, admission, outline, images, webhooks, auth, jobs, render, pool, shutdown, admin)`}},
+		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, shutdown, admin)`}},
 		{"admission:\n  slots: 2\n  slots: 3", []string{`3: duplicate key admission.slots (first at line 2)`}},
 		{"listen: 127.0.0.1:1\nlisten: 127.0.0.1:2", []string{`2: duplicate key listen (first at line 1)`}},
 		{"? [a, b]\n: 1", []string{`1: the configuration: keys must be plain names (got a list)`}},
 		// Structure.
 		{"- a\n- b", []string{`1: the configuration must be a mapping of keys (got a list)`}},
 		{"just text", []string{`1: the configuration must be a mapping of keys (got "just text")`}},
-		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, admission, outline, images, webhooks, auth, jobs, render, pool, shutdown, admin)`,
+		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, shutdown, admin)`,
 			`2: admission: YAML aliases are not supported in a configuration`}},
 		{"admission:\n  <<: {slots: 2}", []string{`2: admission: keys must be plain names (got "<<")`}},
 		// Webhooks (issue 16): secrets are never echoed.
@@ -693,5 +699,24 @@ func TestFormatDuration(t *testing.T) {
 		if got := formatDuration(tc.d); got != tc.want {
 			t.Errorf("formatDuration(%s) = %q, want %q", tc.d, got, tc.want)
 		}
+	}
+}
+
+// An s3:// store without its credentials in the environment is refused at
+// load, naming both variables, wherever the store setting came from.
+func TestStoreCredentials(t *testing.T) {
+	env := []string{"OUTPRINT_STORE=s3://outprint?region=us-east-1"}
+	_, err := Load("", env)
+	for _, want := range []string{
+		"store s3://outprint?region=us-east-1 (from OUTPRINT_STORE) needs AWS_ACCESS_KEY_ID in the environment",
+		"needs AWS_SECRET_ACCESS_KEY in the environment",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%v) = %v, want an error containing %q", env, err, want)
+		}
+	}
+	c, err := Load("", append(env, "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s"))
+	if err != nil || c.Store != "s3://outprint?region=us-east-1" {
+		t.Errorf("Load with credentials = %v, %v, want the store", c, err)
 	}
 }

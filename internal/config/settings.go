@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/store"
 )
 
 // setting is one configuration key: where it lives in the file, which
@@ -61,6 +62,17 @@ var settings = []*setting{
 		func(c *Config) string {
 			if _, set := c.origins["database"]; !set {
 				return "derived from dataDir"
+			}
+			return ""
+		}),
+	withNote(str("store", "OUTPRINT_STORE", "must be file:///FOLDER or s3://BUCKET/PREFIX?endpoint=URL&region=REGION", parseStore,
+		func(c *Config) *string { return &c.Store }),
+		func(c *Config) string {
+			if c.Store == "" {
+				return "derived from dataDir"
+			}
+			if strings.HasPrefix(c.Store, "s3:") {
+				return "credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
 			}
 			return ""
 		}),
@@ -392,6 +404,19 @@ func parseDatabase(v string) (string, string) {
 		return "", want
 	}
 	return v, ""
+}
+
+// parseStore accepts the locations store.ParseLocation does and keeps
+// their canonical form; "" means the data folder.
+func parseStore(v string) (string, string) {
+	if strings.TrimSpace(v) == "" {
+		return "", ""
+	}
+	loc, err := store.ParseLocation(v)
+	if err != nil {
+		return "", err.Error()
+	}
+	return loc.String(), ""
 }
 
 func parseOutlineURL(v string) (string, string) {
