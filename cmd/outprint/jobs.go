@@ -70,11 +70,12 @@ func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline
 		Budget:                  httpapi.NewJobBudget(adm),
 		// Room beyond the render limit for converting images and
 		// storing the result.
-		JobTimeout: cfg.Render.Timeout + time.Minute,
-		Observer:   jobObserver{m},
-		Webhooks:   wh,
-		Logger:     log,
-		Failpoint:  os.Getenv(config.EnvFailpoint),
+		JobTimeout:   cfg.Render.Timeout + time.Minute,
+		LeaseTimeout: cfg.Jobs.LeaseTimeout,
+		Observer:     jobObserver{m},
+		Webhooks:     wh,
+		Logger:       log,
+		Failpoint:    os.Getenv(config.EnvFailpoint),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job service: %w", err)

@@ -171,6 +171,10 @@ type Jobs struct {
 	// one tenant may keep; more are refused 507 quota (default 2 GiB,
 	// 1 byte to 1 TiB; OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT).
 	MaxStoredBytesPerTenant int64
+	// LeaseTimeout is how old a running job's progress beat may get before
+	// the leader takes the job back and retries it elsewhere (default 15s,
+	// at least 3s; OUTPRINT_JOBS_LEASE_TIMEOUT).
+	LeaseTimeout time.Duration
 }
 
 // Defaults of the job quotas; package jobs has the same
@@ -227,7 +231,7 @@ func Default() *Config {
 		Admission: Admission{
 			Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: 60 * time.Second,
 		},
-		Jobs:     Jobs{TTL: time.Hour, MaxQueuedPerTenant: DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: DefaultMaxStoredBytesPerTenant},
+		Jobs:     Jobs{TTL: time.Hour, LeaseTimeout: 15 * time.Second, MaxQueuedPerTenant: DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: DefaultMaxStoredBytesPerTenant},
 		Render:   Render{Timeout: limits.DefaultRenderTimeout, MaxPages: limits.DefaultMaxPages, MaxPDFBytes: limits.MaxPDFBytes},
 		Pool:     Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
 		Shutdown: Shutdown{Grace: 30 * time.Second},
@@ -362,6 +366,10 @@ func checkList(s *setting, items []string) (out []string, bad []listProblem) {
 // check validates what single settings cannot: relations between keys.
 func (c *Config) check() []error {
 	var errs []error
+	if c.Jobs.LeaseTimeout < 3*time.Second {
+		errs = append(errs, fmt.Errorf("jobs.leaseTimeout %s%s must be at least 3s: a job beats once a second, and a shorter lease takes live jobs away",
+			c.Jobs.LeaseTimeout, c.from("jobs.leaseTimeout")))
+	}
 	if c.Pool.Max > 0 && c.Pool.Min > c.Pool.Max {
 		errs = append(errs, fmt.Errorf("pool.min %d%s must not be above pool.max %d%s",
 			c.Pool.Min, c.from("pool.min"), c.Pool.Max, c.from("pool.max")))

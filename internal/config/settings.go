@@ -148,6 +148,8 @@ var settings = []*setting{
 	withNote(bytesSetting("jobs.maxStoredBytesPerTenant", "OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT", 1<<40,
 		func(c *Config) *int64 { return &c.Jobs.MaxStoredBytesPerTenant }),
 		func(c *Config) string { return formatBytes(c.Jobs.MaxStoredBytesPerTenant) }),
+	duration("jobs.leaseTimeout", "OUTPRINT_JOBS_LEASE_TIMEOUT", false,
+		func(c *Config) *time.Duration { return &c.Jobs.LeaseTimeout }),
 	duration("render.timeout", "OUTPRINT_TIMEOUT", false,
 		func(c *Config) *time.Duration { return &c.Render.Timeout }),
 	integer("render.maxPages", "OUTPRINT_MAX_PAGES", 1, limits.DefaultMaxPages,

@@ -30,6 +30,7 @@ const (
 	childDBEnv    = "OUTPRINT_JOBS_CRASH_DB"
 	childStoreEnv = "OUTPRINT_JOBS_CRASH_STORE"
 	failpointEnv  = "OUTPRINT_FAILPOINT"
+	childLeaseEnv = "OUTPRINT_JOBS_CRASH_LEASE"
 )
 
 const crashTenant, crashKey = "crash-tenant", "crash-key"
@@ -63,6 +64,9 @@ func crashChild() int {
 	r := &texRenderer{maxPages: 3, calls: map[string]int{}, ctxDone: map[string]time.Time{},
 		reaped: map[string]time.Time{}, started: make(chan string, 10), progress: map[string][]string{}}
 	cfg := crashConfig()
+	if os.Getenv(childLeaseEnv) != "" {
+		cfg = leaseConfig()
+	}
 	cfg.Failpoint = os.Getenv(failpointEnv)
 	svc, err := New(db, st, r, cfg)
 	if err != nil {
@@ -87,7 +91,7 @@ func crashChild() int {
 // runCrashChild runs the child until it dies and checks that it died of
 // SIGKILL. It returns the job id the child printed, if it got that far, and
 // when it died.
-func runCrashChild(t *testing.T, databaseURL, storeRoot, failpoint string) (string, time.Time) {
+func runCrashChild(t *testing.T, databaseURL, storeRoot, failpoint string, env ...string) (string, time.Time) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -95,6 +99,7 @@ func runCrashChild(t *testing.T, databaseURL, storeRoot, failpoint string) (stri
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1", childDBEnv+"="+databaseURL, childStoreEnv+"="+storeRoot, failpointEnv+"="+failpoint)
+	cmd.Env = append(cmd.Env, env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

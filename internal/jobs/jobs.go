@@ -73,6 +73,9 @@ const (
 	// CodeInputMissing marks a job whose stored input disappeared before it
 	// ran (deleted by hand or by a retention misconfiguration).
 	CodeInputMissing = "input_missing"
+	// CodeLeaseExpired is the retry reason of a job whose running attempt
+	// stopped beating and was taken back by the leader (lease.go).
+	CodeLeaseExpired = "lease_expired"
 )
 
 // Sentinel errors. The HTTP layer maps them: ErrNotFound → 404,
@@ -284,6 +287,14 @@ type Config struct {
 	// (default BudgetWait + JobTimeout + 1 min; always longer than an
 	// attempt can take, or a live attempt would be run twice).
 	RescueAfter time.Duration
+	// LeaseTimeout is how old a running job's beat may get before the
+	// leader takes the job back and retries it (jobs.leaseTimeout,
+	// default DefaultLeaseTimeout). It must exceed a few
+	// ProgressIntervals, or a slow but live attempt loses its lease.
+	LeaseTimeout time.Duration
+	// LeaseCheck is how often the leader looks for expired leases
+	// (default LeaseTimeout/5, at least one second).
+	LeaseCheck time.Duration
 	// MaxAttempts bounds the attempts of a job (default 5).
 	MaxAttempts int
 	// MaxQueuedPerTenant bounds the jobs one tenant may have queued or
@@ -343,6 +354,8 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.ProgressInterval, time.Second)
 	def(&c.FetchCooldown, 100*time.Millisecond)
 	def(&c.FetchPollInterval, time.Second)
+	def(&c.LeaseTimeout, DefaultLeaseTimeout)
+	def(&c.LeaseCheck, max(c.LeaseTimeout/5, time.Second))
 	if c.MaxWorkers == 0 {
 		c.MaxWorkers = 1
 	}
@@ -372,6 +385,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("jobs: MaxStoredBytesPerTenant %d: want at least 1", c.MaxStoredBytesPerTenant)
 	case c.RescueAfter <= c.attemptLimit():
 		return c, fmt.Errorf("jobs: RescueAfter %s must exceed BudgetWait + JobTimeout + %s (%s)", c.RescueAfter, riverGrace, c.attemptLimit())
+	case c.LeaseTimeout < 3*c.ProgressInterval || c.LeaseTimeout < 3*c.CancelPoll:
+		return c, fmt.Errorf("jobs: LeaseTimeout %s must be at least three ProgressIntervals (%s) and CancelPolls (%s)", c.LeaseTimeout, c.ProgressInterval, c.CancelPoll)
+	case c.LeaseCheck <= 0:
+		return c, fmt.Errorf("jobs: LeaseCheck %s must be positive", c.LeaseCheck)
 	case c.RowRetention < c.TTL:
 		return c, fmt.Errorf("jobs: RowRetention %s is shorter than TTL %s", c.RowRetention, c.TTL)
 	case c.FetchPollInterval < c.FetchCooldown:
@@ -388,6 +405,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// DefaultLeaseTimeout is Config.LeaseTimeout's default: fifteen missed
+// beats, so a job whose worker died is retried within about half a minute.
+const DefaultLeaseTimeout = 15 * time.Second
 
 // riverGrace is added to the attempt's own bounds for River's deadline, so
 // that the worker's timeouts fire first and the job fails with code

@@ -22,6 +22,9 @@ import (
 const (
 	queueRender      = "outprint_render"
 	queueMaintenance = "outprint_maintenance"
+	// queueLease runs the lease check alone, so a long sweep never
+	// delays taking back a dead worker's job.
+	queueLease = "outprint_lease"
 )
 
 // renderArgs is the whole River payload of a render job: the job id.

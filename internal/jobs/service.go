@@ -52,6 +52,9 @@ type Service struct {
 
 type runningJob struct {
 	cancel context.CancelCauseFunc
+	// fence is the attempt's lease (lease.go), set by its claim; written
+	// and read by the attempt's own goroutine only.
+	fence fence
 }
 
 // errCancelled is the cause of a render context cancelled by Cancel.
@@ -78,7 +81,8 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 	// refuses to insert a job of a kind it does not know, and settling a
 	// job inserts its delivery whoever will make it.
 	river.AddWorker(workers, &webhookWorker{s: s})
-	queues := map[string]river.QueueConfig{queueMaintenance: {MaxWorkers: 1}}
+	river.AddWorker(workers, &leaseWorker{s: s})
+	queues := map[string]river.QueueConfig{queueMaintenance: {MaxWorkers: 1}, queueLease: {MaxWorkers: 1}}
 	if r != nil {
 		queues[queueRender] = river.QueueConfig{MaxWorkers: cfg.MaxWorkers}
 	}
@@ -101,6 +105,12 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 				return sweepArgs{}, &river.InsertOpts{Queue: queueMaintenance, MaxAttempts: 1}
 			},
 			&river.PeriodicJobOpts{ID: "outprint_sweep", RunOnStart: true},
+		), river.NewPeriodicJob(
+			river.PeriodicInterval(cfg.LeaseCheck),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return leaseArgs{}, &river.InsertOpts{Queue: queueLease, MaxAttempts: 1}
+			},
+			&river.PeriodicJobOpts{ID: "outprint_lease"},
 		)},
 	}
 	s.q, err = newBackend(db, rc)

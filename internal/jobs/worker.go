@@ -64,7 +64,7 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	me := &runningJob{cancel: cancel}
+	me := &runningJob{cancel: cancel, fence: fence{riverID: rj.ID}}
 	s.running.Store(id, me)
 	defer s.running.CompareAndDelete(id, me)
 
@@ -100,15 +100,22 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 	}
 
 	now := s.now()
-	n, err := s.db.pool().exec(jctx, `UPDATE outprint_jobs SET state = 'running', phase = $2, pages = 0, attempts = $3,
-			started_at = COALESCE(started_at, $4), heartbeat_at = $4
-		WHERE id = $1 AND state IN ('queued', 'running')`, id, PhasePreparing, rj.Attempt, now)
+	// The claim is the lease: it names this River job, so a River job the
+	// leader replaced (lease.go) claims nothing, and it records the
+	// attempt number every later write of this attempt is fenced by.
+	var n int
+	err = s.db.pool().queryRow(jctx, `UPDATE outprint_jobs SET state = 'running', phase = $2, pages = 0,
+			attempts = attempt_base + $3, started_at = COALESCE(started_at, $4), heartbeat_at = $4
+		WHERE id = $1 AND state IN ('queued', 'running') AND river_job_id = $5 RETURNING attempts`,
+		id, PhasePreparing, rj.Attempt, now, rj.ID).Scan(&n)
+	if errors.Is(err, errNoRows) {
+		return river.JobCancel(fmt.Errorf("job %s ended or was handed to another River job before it started", id))
+	}
 	if err != nil {
 		return s.settle(ctx, jctx, rj, job, fmt.Errorf("claim: %w", err), 0)
 	}
-	if n == 0 {
-		return river.JobCancel(fmt.Errorf("job %s ended before it started", id))
-	}
+	me.fence = fence{riverID: rj.ID, attempt: n}
+	b.fence = me.fence
 	if job.StartedAt == nil && s.cfg.Observer != nil {
 		s.cfg.Observer.Started(now.Sub(job.CreatedAt))
 	}
@@ -120,7 +127,7 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 	if err != nil {
 		return s.settle(ctx, jctx, rj, job, err, took)
 	}
-	if err := s.succeed(jctx, rj, pages); err != nil {
+	if err := s.succeed(jctx, rj, me.fence, pages); err != nil {
 		return s.settle(ctx, jctx, rj, job, err, took)
 	}
 	if s.cfg.Observer != nil {
@@ -173,8 +180,14 @@ func (s *Service) produce(ctx context.Context, rj *river.Job[renderArgs], job Jo
 	b.progress(PhasePackaging, pages)
 	// The pages are recorded before the result exists, so that an attempt
 	// that finds the result after a crash knows them too.
-	if _, err := s.writeProgress(ctx, job.ID, PhasePackaging, pages); err != nil {
+	// It is also the last check of the lease before the result is
+	// written: an attempt whose lease was taken back stops here.
+	held, err := s.writeProgress(ctx, job.ID, b.fence, PhasePackaging, pages)
+	if err != nil {
 		return 0, fmt.Errorf("record progress: %w", err)
+	}
+	if !held {
+		return 0, errNotRunning
 	}
 	if err := s.store.Put(ctx, k.Result(), bytes.NewReader(pdf)); err != nil {
 		return 0, fmt.Errorf("store result: %w", err)
@@ -192,12 +205,13 @@ var errNotRunning = errors.New("job no longer running")
 
 // succeed moves the row to succeeded and completes the River job in one
 // transaction, so that neither can happen without the other.
-func (s *Service) succeed(ctx context.Context, rj *river.Job[renderArgs], pages int) error {
+func (s *Service) succeed(ctx context.Context, rj *river.Job[renderArgs], f fence, pages int) error {
 	now := s.now()
 	err := s.q.inTx(ctx, false, func(tx txOps) error {
 		n, err := tx.exec(ctx, `UPDATE outprint_jobs SET state = 'succeeded', phase = '', pages = $2, finished_at = $3,
 				expires_at = $4, error_code = '', error_message = ''
-			WHERE id = $1 AND state = 'running'`, rj.Args.JobID, pages, now, now.Add(s.cfg.TTL))
+			WHERE id = $1 AND state = 'running' AND river_job_id = $5 AND attempts = $6`,
+			rj.Args.JobID, pages, now, now.Add(s.cfg.TTL), f.riverID, f.attempt)
 		if err != nil {
 			return fmt.Errorf("success transition: %w", err)
 		}
@@ -225,6 +239,14 @@ func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], j
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 
+	f := s.fenceOf(id, rj)
+	if errors.Is(context.Cause(jctx), errLeaseLost) || ((errors.Is(err, errNotRunning) || errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely)) && !s.holds(wctx, id, f)) {
+		// The leader took this attempt's lease back and another attempt
+		// owns the job now: nothing of this one may be written, not
+		// even the deletion of a result (it is the other attempt's key).
+		log.Warn("jobs: lease lost, attempt abandoned", "err", err)
+		return river.JobCancel(errLeaseLost)
+	}
 	cancelled := errors.Is(context.Cause(jctx), errCancelled) || errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely) ||
 		errors.Is(err, errNotRunning)
 	switch {
@@ -240,7 +262,7 @@ func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], j
 	case s.stopping.Load() && ctx.Err() != nil:
 		// Drain: give the job back without spending an attempt.
 		if _, err := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0
-			WHERE id = $1 AND state = 'running'`, id); err != nil {
+			WHERE id = $1 AND state = 'running' AND river_job_id = $2 AND attempts = $3`, id, f.riverID, f.attempt); err != nil {
 			log.Warn("jobs: release at shutdown", "err", err)
 		}
 		log.Info("jobs: released at shutdown")
@@ -254,18 +276,18 @@ func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], j
 		if len(le.Problems) > 0 {
 			msg = le.Problems[0].Message
 		}
-		s.fail(wctx, id, le.Code(), msg, err, took, log)
+		s.fail(wctx, id, f, le.Code(), msg, err, took, log)
 		return river.JobCancel(documentError(le))
 	case errors.Is(err, errInputMissing):
-		s.fail(wctx, id, CodeInputMissing, "the job's input is no longer stored", err, took, log)
+		s.fail(wctx, id, f, CodeInputMissing, "the job's input is no longer stored", err, took, log)
 		return river.JobCancel(err)
 	case rj.Attempt >= rj.MaxAttempts:
-		s.fail(wctx, id, CodeExhausted, fmt.Sprintf("the job failed %d times; the service could not complete it", rj.Attempt), err, took, log)
+		s.fail(wctx, id, f, CodeExhausted, fmt.Sprintf("the job failed %d times; the service could not complete it", rj.Attempt), err, took, log)
 		return err
 	}
 
 	if _, werr := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0, last_error = $2
-		WHERE id = $1 AND state = 'running'`, id, truncate(err.Error(), 2000)); werr != nil {
+		WHERE id = $1 AND state = 'running' AND river_job_id = $3 AND attempts = $4`, id, truncate(err.Error(), 2000), f.riverID, f.attempt); werr != nil {
 		log.Warn("jobs: record transient failure", "err", werr)
 	}
 	if s.cfg.Observer != nil {
@@ -285,16 +307,18 @@ func documentError(le *limits.Error) error {
 
 // fail moves the row to failed with a client-facing code and message, and
 // schedules its webhook in the same transaction; the internal error goes
-// to the log and last_error only.
-func (s *Service) fail(ctx context.Context, id, code, message string, cause error, took time.Duration, log interface {
+// to the log and last_error only. The write is fenced by the attempt f:
+// before its claim an attempt has no number yet (attempt 0) and may fail
+// the job only while the row is still queued for its River job.
+func (s *Service) fail(ctx context.Context, id string, f fence, code, message string, cause error, took time.Duration, log interface {
 	Warn(string, ...any)
 }) {
 	now := s.now()
 	err := s.q.inTx(ctx, false, func(tx txOps) error {
 		n, err := tx.exec(ctx, `UPDATE outprint_jobs SET state = 'failed', phase = '', error_code = $2, error_message = $3,
 				last_error = $4, finished_at = $5, expires_at = $6
-			WHERE id = $1 AND state IN ('queued', 'running')`,
-			id, code, message, truncate(cause.Error(), 2000), now, now.Add(s.cfg.TTL))
+			WHERE id = $1 AND river_job_id = $7 AND ((state = 'running' AND attempts = $8) OR (state = 'queued' AND $8 = 0))`,
+			id, code, message, truncate(cause.Error(), 2000), now, now.Add(s.cfg.TTL), f.riverID, f.attempt)
 		if err != nil || n == 0 {
 			return err
 		}
@@ -311,15 +335,20 @@ func (s *Service) fail(ctx context.Context, id, code, message string, cause erro
 
 // writeProgress records a progress beat; it reports whether the row was
 // still running.
-func (s *Service) writeProgress(ctx context.Context, id, phase string, pages int) (bool, error) {
+// The write is the attempt's beat, which renews its lease, and is fenced:
+// it matches only while the row is running for this attempt.
+func (s *Service) writeProgress(ctx context.Context, id string, f fence, phase string, pages int) (bool, error) {
 	n, err := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET phase = $2, pages = $3, heartbeat_at = $4
-		WHERE id = $1 AND state = 'running'`, id, phase, pages, s.now())
+		WHERE id = $1 AND state = 'running' AND river_job_id = $5 AND attempts = $6`, id, phase, pages, s.now(), f.riverID, f.attempt)
 	return n > 0, err
 }
 
 // beat is the progress of one attempt, written by the renderer's callback
 // and read by the watcher.
 type beat struct {
+	// fence is the attempt's, set once at the claim before the watcher
+	// reads it (claim and the first write are ordered by mu).
+	fence   fence
 	mu      sync.Mutex
 	claimed bool
 	phase   string
@@ -358,15 +387,16 @@ func (b *beat) snapshot() (string, int) {
 	return b.phase, b.pages
 }
 
-// take returns the progress to write, if any.
-func (b *beat) take() (phase string, pages int, ok bool) {
+// take returns the progress to write. The beat is written whether or not
+// it changed, since it is the lease; before the claim there is nothing.
+func (b *beat) take() (f fence, phase string, pages int, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.claimed || !b.dirty {
-		return "", 0, false
+	if !b.claimed {
+		return fence{}, "", 0, false
 	}
 	b.dirty = false
-	return b.phase, b.pages, true
+	return b.fence, b.phase, b.pages, true
 }
 
 // watch runs beside one attempt until done closes. Every CancelPoll it
@@ -380,13 +410,22 @@ func (s *Service) watch(ctx context.Context, id string, cancel context.CancelCau
 	defer t.Stop()
 	var lastWrite time.Time
 	write := func() {
-		phase, pages, ok := b.take()
+		f, phase, pages, ok := b.take()
 		if !ok {
 			return
 		}
 		lastWrite = time.Now()
-		if _, err := s.writeProgress(ctx, id, phase, pages); err != nil && ctx.Err() == nil {
-			log.Debug("jobs: progress", "err", err)
+		held, err := s.writeProgress(ctx, id, f, phase, pages)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Debug("jobs: progress", "err", err)
+			}
+			return
+		}
+		if !held && !s.holds(ctx, id, f) {
+			// Another attempt owns the job (the leader took the lease
+			// back while this one could not beat): stop rendering.
+			cancel(errLeaseLost)
 		}
 	}
 	for {

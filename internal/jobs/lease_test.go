@@ -1,0 +1,160 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// leaseConfig is crashConfig with a short lease and a River rescue so late
+// that only the lease can bring a dead worker's job back within the test.
+func leaseConfig() Config {
+	cfg := crashConfig()
+	cfg.LeaseTimeout = 3 * time.Second
+	cfg.LeaseCheck = time.Second
+	cfg.RescueAfter = time.Hour
+	return cfg
+}
+
+// TestLeaseTakeover kills a worker process with SIGKILL in the middle of a
+// TeX render. Its job stays "running" with a beat that stops; the leader
+// of a second process takes the lease back after LeaseTimeout (River's
+// rescue would wait an hour here) and the job succeeds on its second
+// attempt with one valid PDF. Then every write the dead attempt could
+// still make — a beat, the success, a failure — is refused.
+func TestLeaseTakeover(t *testing.T) {
+	testenv.Require(t, "xelatex")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, kind := range kinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(kind, func(t *testing.T) { leaseScenario(t, kind) })
+		}()
+	}
+}
+
+func leaseScenario(t *testing.T, kind string) {
+	ctx := context.Background()
+	r := newTeXRenderer(t)
+	h := newHarness(t, kind, r, leaseConfig())
+	childID, _ := runCrashChild(t, h.url, h.store.Root(), FailDuringRender, childLeaseEnv+"=1")
+	if childID == "" {
+		t.Fatal("the child printed no job id")
+	}
+	var old fence
+	var state, riverState string
+	if err := h.db.pool().queryRow(ctx, `SELECT j.state, j.river_job_id, j.attempts, r.state FROM outprint_jobs j
+		JOIN river_job r ON r.id = j.river_job_id WHERE j.id = $1`, childID).Scan(&state, &old.riverID, &old.attempt, &riverState); err != nil {
+		t.Fatal(err)
+	}
+	if state != StateRunning || riverState != "running" || old.attempt != 1 {
+		t.Fatalf("after the kill: row %s (attempt %d), River job %s; want running, 1, running", state, old.attempt, riverState)
+	}
+
+	h.start(h.svc)
+	final := h.waitTerminal(crashTenant, childID)
+	if final.State != StateSucceeded {
+		t.Fatalf("job ended %s (%s: %s), want succeeded", final.State, final.ErrorCode, final.ErrorMessage)
+	}
+	if final.Attempts != 2 {
+		t.Errorf("job attempts = %d, want 2 (the killed one and the one after the take-back)", final.Attempts)
+	}
+	rc, _, err := h.svc.Result(ctx, crashTenant, childID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, _ := io.ReadAll(rc)
+	rc.Close()
+	checkPDF(t, pdf, 2, "outprint job "+childID)
+	r.mu.Lock()
+	renders := r.calls[childID]
+	r.mu.Unlock()
+	if renders != 1 {
+		t.Errorf("renders after the take-back = %d, want 1", renders)
+	}
+	var rid int64
+	if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, childID).Scan(&rid); err != nil {
+		t.Fatal(err)
+	}
+	if rid == old.riverID {
+		t.Errorf("row still names River job %d, want the new River job of the take-back", rid)
+	}
+
+	// The dead attempt's late writes.
+	if held, err := h.svc.writeProgress(ctx, childID, old, PhaseRendering, 1); err != nil || held {
+		t.Errorf("beat of the old attempt = %v, %v, want refused (false)", held, err)
+	}
+	if h.svc.holds(ctx, childID, old) {
+		t.Error("holds(old attempt) = true, want false")
+	}
+	// Put the row back to running for a live third attempt, as a
+	// retry would, and let the old attempt try to finish it.
+	if _, err := h.db.pool().exec(ctx, `UPDATE outprint_jobs SET state = 'running', attempts = 3 WHERE id = $1`, childID); err != nil {
+		t.Fatal(err)
+	}
+	rj := &river.Job[renderArgs]{JobRow: &rivertype.JobRow{ID: old.riverID}, Args: renderArgs{JobID: childID}}
+	if err := h.svc.succeed(ctx, rj, old, 9); !errors.Is(err, errNotRunning) {
+		t.Errorf("success of the old attempt = %v, want errNotRunning", err)
+	}
+	h.svc.fail(ctx, childID, old, "internal", "late failure", errors.New("late"), 0, quietLogger())
+	var pages int
+	if err := h.db.pool().queryRow(ctx, `SELECT state, pages FROM outprint_jobs WHERE id = $1`, childID).Scan(&state, &pages); err != nil {
+		t.Fatal(err)
+	}
+	if state != StateRunning || pages == 9 {
+		t.Errorf("after the old attempt's late success and failure: state %s, pages %d; want running, unchanged", state, pages)
+	}
+}
+
+// TestLeaseRenewed checks that a live attempt keeps its lease: a job that
+// renders for longer than LeaseTimeout, beating all along, is not taken
+// back and renders once.
+func TestLeaseRenewed(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.LeaseTimeout = time.Second
+	cfg.LeaseCheck = 200 * time.Millisecond
+	slow := &sleepRenderer{d: 4 * time.Second}
+	h := newHarness(t, "sqlite", slow, cfg)
+	h.start(h.svc)
+	job, _, err := h.svc.Submit(ctx, Input{Tenant: "t", User: "u", Markdown: []byte("# slow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := h.waitTerminal("t", job.ID)
+	if final.State != StateSucceeded || final.Attempts != 1 {
+		t.Errorf("job = %s after %d attempts, want succeeded after 1", final.State, final.Attempts)
+	}
+	if n := slow.calls.Load(); n != 1 {
+		t.Errorf("renders = %d, want 1 (a beating attempt keeps its lease)", n)
+	}
+}
+
+// sleepRenderer renders for d, reporting progress, and returns a stand-in
+// PDF; the lease tests need a render that outlives LeaseTimeout.
+type sleepRenderer struct {
+	d     time.Duration
+	calls atomic.Int32
+}
+
+func (r *sleepRenderer) Render(ctx context.Context, _ RenderInput, progress func(string, int)) ([]byte, error) {
+	r.calls.Add(1)
+	progress(PhaseRendering, 1)
+	select {
+	case <-time.After(r.d):
+		return []byte("%PDF-1.7 stand-in"), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
