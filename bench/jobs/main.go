@@ -53,6 +53,7 @@ import (
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/markdown"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/worker"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/tex"
 )
@@ -267,10 +268,10 @@ func newEnv(ctx context.Context, o options, kind string, pl *render.Pipeline, ad
 		MaxQueuedPerTenant: 1 << 30}
 	var renderer jobs.Renderer
 	if pl != nil {
-		e.timed = &timedRenderer{next: httpapi.NewJobRenderer(pl, nil)}
+		e.timed = &timedRenderer{next: worker.NewJobRenderer(pl, nil)}
 		renderer = e.timed
 		cfg.MaxWorkers = o.slots
-		cfg.Budget = httpapi.NewJobBudget(adm)
+		cfg.Budget = worker.NewBudget(adm)
 	} else {
 		pl = render.New(render.Config{})
 	}

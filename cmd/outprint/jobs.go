@@ -15,6 +15,7 @@ import (
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // jobRuntime is the job service of one serve process with what it stands
@@ -60,14 +61,14 @@ func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline
 		return nil, fmt.Errorf("job store: %w", err)
 	}
 	// Forms jobs fill with filler; every other job renders Markdown.
-	renderer := httpapi.NewFormJobRenderer(httpapi.NewJobRenderer(pipeline, r), filler)
+	renderer := httpapi.NewFormJobRenderer(worker.NewJobRenderer(pipeline, r), filler)
 	svc, err := jobs.New(db, st, renderer, jobs.Config{
 		TTL:        cfg.Jobs.TTL,
 		MaxWorkers: cfg.Admission.Slots,
 
 		MaxQueuedPerTenant:      cfg.Jobs.MaxQueuedPerTenant,
 		MaxStoredBytesPerTenant: cfg.Jobs.MaxStoredBytesPerTenant,
-		Budget:                  httpapi.NewJobBudget(adm),
+		Budget:                  worker.NewBudget(adm),
 		// Room beyond the render limit for converting images and
 		// storing the result.
 		JobTimeout:   cfg.Render.Timeout + time.Minute,

@@ -83,6 +83,12 @@ type Config struct {
 	Shutdown Shutdown
 	// Admin sets who may open the operators' console.
 	Admin Admin
+	// Worker configures `outprint worker`.
+	Worker Worker
+	// Gateway configures `outprint gateway`.
+	Gateway Gateway
+	// Cluster holds what gateways and workers share.
+	Cluster Cluster
 
 	// origins says where each key's value came from ("file.yaml:5",
 	// "OUTPRINT_LISTEN"); keys at their default are absent. Effective and
@@ -150,6 +156,34 @@ type APIKey struct {
 }
 
 // Admin holds the operators' console settings.
+type Worker struct {
+	// Listen is the worker's listener for gateways (POST
+	// /v1/worker/render, /healthz, /readyz, /metrics; default
+	// 127.0.0.1:8090; OUTPRINT_WORKER_LISTEN).
+	Listen string
+	// Capacity is how many renders, synchronous and job renders
+	// together, the worker runs at once (default 0: derived from the
+	// cgroup CPU and memory limits; OUTPRINT_WORKER_CAPACITY).
+	Capacity int
+}
+
+// Gateway configures `outprint gateway`.
+type Gateway struct {
+	// Workers are the workers' base URLs, e.g. http://worker:8090; a host
+	// name that resolves to several addresses counts as one worker per
+	// address (default none; OUTPRINT_GATEWAY_WORKERS, comma-separated).
+	Workers []string
+}
+
+// Cluster holds what gateways and workers share.
+type Cluster struct {
+	// Secret is presented by gateways to workers and checked by workers
+	// in constant time; required by both roles (default none;
+	// OUTPRINT_CLUSTER_SECRET; at least 16 characters).
+	Secret string
+}
+
+// Admin sets who may open the operators' console.
 type Admin struct {
 	// AllowAnonymous opens the console to anonymous requests in anonymous
 	// mode (no API keys, no Outline: loopback only), where no admin key
@@ -235,6 +269,7 @@ func Default() *Config {
 		Render:   Render{Timeout: limits.DefaultRenderTimeout, MaxPages: limits.DefaultMaxPages, MaxPDFBytes: limits.MaxPDFBytes},
 		Pool:     Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
 		Shutdown: Shutdown{Grace: 30 * time.Second},
+		Worker:   Worker{Listen: "127.0.0.1:8090"},
 		origins:  map[string]string{},
 	}
 	c.Database = defaultDatabase(c.DataDir)

@@ -174,6 +174,55 @@ var settings = []*setting{
 		func(c *Config) *time.Duration { return &c.Shutdown.Grace }),
 	boolean("admin.allowAnonymous", "OUTPRINT_ADMIN_ALLOW_ANONYMOUS",
 		func(c *Config) *bool { return &c.Admin.AllowAnonymous }),
+	str("worker.listen", "OUTPRINT_WORKER_LISTEN", "must be host:port, such as 127.0.0.1:8090", parseListen,
+		func(c *Config) *string { return &c.Worker.Listen }),
+	withNote(integer("worker.capacity", "OUTPRINT_WORKER_CAPACITY", 0, 0, "must be zero (derived from the machine) or a positive integer",
+		func(c *Config) *int { return &c.Worker.Capacity }),
+		func(c *Config) string {
+			if c.Worker.Capacity == 0 {
+				return "0: derived from the cgroup CPU and memory limits at startup"
+			}
+			return ""
+		}),
+	{
+		key: "gateway.workers", env: "OUTPRINT_GATEWAY_WORKERS",
+		want: "must be a list of worker URLs such as http://worker:8090",
+		list: parseWorkerURL,
+		setList: func(c *Config, v []string) {
+			if len(v) == 0 {
+				v = nil
+			}
+			c.Gateway.Workers = v
+		},
+		showNode: func(c *Config) *yaml.Node {
+			n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, h := range c.Gateway.Workers {
+				n.Content = append(n.Content, strNode(h))
+			}
+			return n
+		},
+	},
+	withMask(&setting{
+		key: "cluster.secret", env: "OUTPRINT_CLUSTER_SECRET", want: "must be at least 16 characters",
+		scalar: func(c *Config, v string) string {
+			if v != "" && len(v) < 16 {
+				return "must be at least 16 characters"
+			}
+			c.Cluster.Secret = v
+			return ""
+		},
+		show: func(c *Config) string {
+			if c.Cluster.Secret == "" {
+				return ""
+			}
+			return "xxxxx"
+		},
+	}, func(v string) string {
+		if v == "" {
+			return ""
+		}
+		return "xxxxx"
+	}),
 }
 
 // findKey returns the setting of a file key, or nil. The table is small;
@@ -419,6 +468,19 @@ func parseStore(v string) (string, string) {
 		return "", err.Error()
 	}
 	return loc.String(), ""
+}
+
+// parseWorkerURL accepts a worker's base URL: http or https, a host and
+// port, no user, path, query or fragment.
+func parseWorkerURL(v string) (string, string) {
+	const want = "must be a worker URL such as http://worker:8090 (scheme, host and port only)"
+	v = strings.TrimRight(strings.TrimSpace(v), "/")
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" ||
+		u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", want
+	}
+	return v, ""
 }
 
 func parseOutlineURL(v string) (string, string) {

@@ -31,6 +31,7 @@ import (
 	"github.com/outprint/outprint/internal/outline/outlinetest"
 	"github.com/outprint/outprint/internal/raster"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/worker"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
@@ -149,10 +150,10 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc, err = jobs.New(db, st, NewFormJobRenderer(NewJobRenderer(pl, r), filler), jobs.Config{
+	e.svc, err = jobs.New(db, st, NewFormJobRenderer(worker.NewJobRenderer(pl, r), filler), jobs.Config{
 		TTL:               ttl,
 		MaxWorkers:        ac.Slots,
-		Budget:            NewJobBudget(e.adm),
+		Budget:            worker.NewBudget(e.adm),
 		MaxAttempts:       3,
 		RetryBase:         20 * time.Millisecond,
 		RetryMax:          100 * time.Millisecond,

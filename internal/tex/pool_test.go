@@ -675,3 +675,40 @@ func TestPoolEvictionNoChurn(t *testing.T) {
 		t.Errorf("the evicted preamble has %d processes warm or starting, want 0", n)
 	}
 }
+
+func TestCapacity(t *testing.T) {
+	gib := int64(1 << 30)
+	tests := []struct {
+		name  string
+		files map[string]string
+		cpus  int
+		want  int
+	}{
+		// The worker container of the Compose file: 1 CPU, 1 GiB.
+		{"container of SPEC §3", map[string]string{
+			"cgroup/cpu.max": "100000 100000\n", "cgroup/memory.max": fmt.Sprint(gib),
+			"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10),
+		}, 16, 1},
+		{"machine only", map[string]string{"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10)}, 4, 4},
+		{"memory bound", map[string]string{"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 3*gib>>10)}, 8, 2},
+		{"fractional quota rounds up", map[string]string{
+			"cgroup/cpu.max": "250000 100000\n", "cgroup/memory.max": "max\n",
+			"meminfo": fmt.Sprintf("MemTotal: %d kB\n", 64*gib>>10),
+		}, 8, 3},
+	}
+	for _, tt := range tests {
+		root := t.TempDir()
+		for name, content := range tt.files {
+			path := filepath.Join(root, name)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			os.WriteFile(path, []byte(content), 0o644)
+		}
+		m := machine{
+			cgroupRoot: filepath.Join(root, "cgroup"), selfCgroup: filepath.Join(root, "self"),
+			meminfo: filepath.Join(root, "meminfo"), numCPU: tt.cpus,
+		}
+		if got := capacity(m); got != tt.want {
+			t.Errorf("capacity(%s) = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

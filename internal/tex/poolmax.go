@@ -174,3 +174,23 @@ func (m machine) memTotal() int64 {
 	}
 	return 0
 }
+
+// DefaultCapacity is the render capacity a worker derives when
+// worker.capacity is 0: one render per CPU of the cgroup limit (rounded
+// up), bounded by the memory available at about one render's worth per
+// process, and at least 1. It reads the same limits as DefaultPoolMax.
+func DefaultCapacity() int {
+	return capacity(thisMachine())
+}
+
+func capacity(m machine) int {
+	n := int(math.Ceil(m.cpus()))
+	if mem := m.memory(); mem > 0 {
+		byMem := 0
+		if mem > reserveBytes {
+			byMem = int((mem - reserveBytes) / processBytes)
+		}
+		n = min(n, byMem)
+	}
+	return max(n, 1)
+}
