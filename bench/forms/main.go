@@ -33,6 +33,7 @@ import (
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/httpapi"
+	"github.com/outprint/outprint/internal/worker"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/tex"
@@ -351,7 +352,7 @@ func runJobs(n, conc int, formPath, valuesPath string) error {
 	}
 	adm := admission.New(admission.Config{Slots: conc, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
 	svc, err := jobs.New(db, st, httpapi.NewFormJobRenderer(nil, filler), jobs.Config{
-		MaxWorkers: conc, Budget: httpapi.NewJobBudget(adm),
+		MaxWorkers: conc, Budget: worker.NewBudget(adm),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond,
 	})

@@ -37,7 +37,7 @@ const jobStartTimeout = 30 * time.Second
 // synchronous renders), each holding one admission slot while it renders,
 // so jobs and synchronous renders share one budget (SPEC §7). The caller
 // Starts it, Stops it (drain) and then closes the runtime.
-func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
+func openJobs(ctx context.Context, cfg *config.Config, role string, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
 	adm *admission.Controller, m *metrics.Metrics, wh jobs.WebhookConfig, log *slog.Logger) (*jobRuntime, error) {
 	ctx, cancel := context.WithTimeout(ctx, jobStartTimeout)
 	defer cancel()
@@ -60,11 +60,15 @@ func openJobs(ctx context.Context, cfg *config.Config, pipeline *render.Pipeline
 	if err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}
+	// A gateway inserts jobs and answers for them; workers render them.
 	// Forms jobs fill with filler; every other job renders Markdown.
-	renderer := httpapi.NewFormJobRenderer(worker.NewJobRenderer(pipeline, r), filler)
+	var renderer jobs.Renderer
+	if role != roleGateway {
+		renderer = httpapi.NewFormJobRenderer(worker.NewJobRenderer(pipeline, r), filler)
+	}
 	svc, err := jobs.New(db, st, renderer, jobs.Config{
 		TTL:        cfg.Jobs.TTL,
-		MaxWorkers: cfg.Admission.Slots,
+		MaxWorkers: adm.Stats().Slots,
 
 		MaxQueuedPerTenant:      cfg.Jobs.MaxQueuedPerTenant,
 		MaxStoredBytesPerTenant: cfg.Jobs.MaxStoredBytesPerTenant,

@@ -5,6 +5,8 @@
 //	outprint fields FORM.pdf [--json]
 //	outprint fill FORM.pdf VALUES.json [-o OUT.pdf] [--json]
 //	outprint serve [--config FILE]
+//	outprint gateway [--config FILE]
+//	outprint worker [--config FILE]
 //	outprint migrate [--config FILE]
 //	outprint config check [FILE]
 //
@@ -41,6 +43,8 @@ const usage = `usage:
   outprint fill FORM.pdf VALUES.json [-o OUT.pdf] [--json]
                                         fill a PDF form and flatten it
   outprint serve [--config FILE]        HTTP service (default 127.0.0.1:8080)
+  outprint gateway [--config FILE]      public API; renders on workers (PostgreSQL)
+  outprint worker [--config FILE]       renders for gateways and runs queued jobs
   outprint migrate [--config FILE]      create or update the job database
   outprint config check [FILE]          print the effective configuration
 The configuration file is --config FILE or $OUTPRINT_CONFIG; OUTPRINT_*
@@ -61,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fillCmd(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(ctx, args[1:], stdout, stderr)
+	case roleGateway, roleWorker:
+		return roleCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "config":

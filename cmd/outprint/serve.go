@@ -60,29 +60,63 @@ const (
 // shutdown is done, or at once with exit code 2 when the configuration is
 // wrong.
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	return roleCmd(ctx, roleServe, args, stdout, stderr)
+}
+
+// The process roles (README, "Running on several machines"): serve is
+// everything in one process; a gateway takes the public API and sends
+// renders to workers; a worker renders for gateways and runs queued jobs.
+const (
+	roleServe   = "serve"
+	roleGateway = "gateway"
+	roleWorker  = "worker"
+)
+
+// roleCmd is `outprint serve|gateway|worker [--config FILE]`.
+func roleCmd(ctx context.Context, role string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "configuration file (default $"+config.EnvConfig+", else embedded defaults)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "outprint serve: unexpected argument %q\n%s", fs.Arg(0), usage)
+		fmt.Fprintf(stderr, "outprint %s: unexpected argument %q\n%s", role, fs.Arg(0), usage)
 		return exitUsage
 	}
 	env := os.Environ()
 	path := config.Path(*configFile, env)
 	cfg, err := config.Load(path, env)
 	if err != nil {
-		printConfigErrors(stderr, "outprint serve", path, err)
+		printConfigErrors(stderr, "outprint "+role, path, err)
 		return exitUsage
 	}
-	if err := cfg.CheckListen(); err != nil {
-		fmt.Fprintf(stderr, "outprint serve: %v\n", err)
+	if err := checkRole(role, cfg); err != nil {
+		fmt.Fprintf(stderr, "outprint %s: %v\n", role, err)
 		return exitUsage
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	return serve(ctx, cfg, log, serveHooks{})
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("role", role)
+	return serve(ctx, cfg, log, serveHooks{role: role})
+}
+
+// checkRole refuses a configuration the role cannot run on.
+func checkRole(role string, cfg *config.Config) error {
+	if role == roleServe {
+		return cfg.CheckListen()
+	}
+	if driver, _ := cfg.DatabaseDriver(); driver != "postgres" {
+		return fmt.Errorf("database (OUTPRINT_DATABASE): the %s role needs PostgreSQL, shared by gateways and workers (got %s)", role, driver)
+	}
+	if cfg.Cluster.Secret == "" {
+		return fmt.Errorf("cluster.secret (OUTPRINT_CLUSTER_SECRET): the %s role needs the cluster secret", role)
+	}
+	if role == roleGateway {
+		if len(cfg.Gateway.Workers) == 0 {
+			return errors.New("gateway.workers (OUTPRINT_GATEWAY_WORKERS): a gateway needs at least one worker URL")
+		}
+		return cfg.CheckListen()
+	}
+	return nil
 }
 
 // serveHooks let tests watch and steer serve; the command uses none.
@@ -92,6 +126,8 @@ type serveHooks struct {
 	listening chan<- net.Addr
 	// wrap wraps the render stage (tests hold renders at a gate).
 	wrap func(httpapi.Renderer) httpapi.Renderer
+	// role is roleServe (""), roleGateway or roleWorker.
+	role string
 }
 
 // serve runs the service on cfg until ctx ends and returns the exit code.
@@ -106,17 +142,29 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	// Listen before any TeX process starts: a port in use is an operator's
 	// error to report at once. Connections wait in the backlog until
 	// Serve below.
-	ln, err := net.Listen("tcp", cfg.Listen)
+	role := hooks.role
+	if role == "" {
+		role = roleServe
+	}
+	listen, listenSetting := cfg.Listen, "listen (OUTPRINT_LISTEN)"
+	if role == roleWorker {
+		listen, listenSetting = cfg.Worker.Listen, "worker.listen (OUTPRINT_WORKER_LISTEN)"
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		log.Error("cannot listen", "err", err, "setting", "listen (OUTPRINT_LISTEN)")
+		log.Error("cannot listen", "err", err, "setting", listenSetting)
 		return exitUsage
 	}
 	defer ln.Close()
 
-	engine, err := newEngine(cfg, tmp)
-	if err != nil {
-		log.Error("TeX engine", "err", err)
-		return exitInternal
+	// A gateway runs no TeX: its Render stage is the workers.
+	engine := &engine{name: "workers", close: func() {}}
+	if role != roleGateway {
+		engine, err = newEngine(cfg, tmp)
+		if err != nil {
+			log.Error("TeX engine", "err", err)
+			return exitInternal
+		}
 	}
 	defer engine.close()
 
@@ -124,13 +172,24 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
 
-	adm := admission.New(admission.Config{
+	admCfg := admission.Config{
 		Slots:       cfg.Admission.Slots,
 		QueueDepth:  cfg.Admission.QueueDepth,
 		PerUser:     cfg.Admission.PerUser,
 		MaxWait:     cfg.Admission.MaxWait,
 		RenderLimit: cfg.Render.Timeout,
-	})
+	}
+	if role == roleWorker {
+		// One capacity for renders sent by gateways and queued jobs; a
+		// full worker answers busy at once (no queue): the gateways
+		// queue, and move on to another worker.
+		capacity := cfg.Worker.Capacity
+		if capacity == 0 {
+			capacity = tex.DefaultCapacity()
+		}
+		admCfg.Slots, admCfg.QueueDepth, admCfg.PerUser = capacity, 0, capacity
+	}
+	adm := admission.New(admCfg)
 	m.SetAdmissionSource(func() metrics.AdmissionStats {
 		st := adm.Stats()
 		return metrics.AdmissionStats{Slots: st.Slots, QueueDepth: st.QueueDepth, Running: st.Running, Queued: st.Queued}
@@ -143,7 +202,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		return metrics.MemoryStats{Used: used, Limit: limit}
 	})
 
-	pipeline := render.New(render.Config{Engine: engine, Limits: cfg.Render.Limits(), TempDir: tmp})
+	pipeline := render.New(render.Config{Engine: engine.Engine, Limits: cfg.Render.Limits(), TempDir: tmp})
 
 	// One SSRF-safe client fetches external images from the allowed hosts
 	// and talks to Outline.
@@ -163,29 +222,47 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	// The probe proves, once, that a whole render works (fonts, TeX,
 	// xdvipdfmx); /readyz reports its outcome. It is owned by serve, which
 	// stops it through probeCtx and waits for it before returning.
-	probe := &texProbe{}
+	probe := &texProbe{done: role == roleGateway} // a gateway has no TeX to probe
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	var probeDone sync.WaitGroup
-	probeDone.Add(1)
-	go func() {
-		defer probeDone.Done()
-		probe.run(probeCtx, pipeline, log)
-	}()
+	if role != roleGateway {
+		probeDone.Add(1)
+		go func() {
+			defer probeDone.Done()
+			probe.run(probeCtx, pipeline, log)
+		}()
+	}
 	defer probeDone.Wait()
 	defer stopProbe()
 
 	var renderer httpapi.Renderer = pipeline
+	if role == roleGateway {
+		rr, err := httpapi.NewRemoteRenderer(httpapi.RemoteConfig{
+			Workers: cfg.Gateway.Workers, Secret: cfg.Cluster.Secret, MaxPDFBytes: cfg.Render.MaxPDFBytes, Logger: log,
+		})
+		if err != nil {
+			log.Error("gateway", "err", err)
+			return exitUsage
+		}
+		renderer = rr
+	}
 	if hooks.wrap != nil {
-		renderer = hooks.wrap(pipeline)
+		renderer = hooks.wrap(renderer)
 	}
 
 	// Forms typeset their values on the same warm pool, synchronously
 	// and as jobs.
+	// A gateway has no TeX: forms are not offered there yet (the routes
+	// answer 404) and a gateway's jobs of forms fail on the workers'
+	// side only if a worker has no filler, which every worker has.
 	lim := cfg.Render.Limits()
-	filler, err := forms.New(forms.Config{Timeout: lim.Timeout, MaxPages: lim.MaxPages, MaxPDFBytes: lim.MaxPDFBytes}, engine)
-	if err != nil {
-		log.Error("forms", "err", err)
-		return exitInternal
+	var filler *forms.Filler
+	if role != roleGateway {
+		filler, err = forms.New(forms.Config{Timeout: lim.Timeout, MaxPages: lim.MaxPages, MaxPDFBytes: lim.MaxPDFBytes}, engine)
+		if err != nil {
+			log.Error("forms", "err", err)
+			return exitInternal
+		}
 	}
 
 	// Job callbacks (webhooks.go): the policy acceptance checks them
@@ -205,7 +282,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	// Jobs render through the same Render stage and hold an admission
 	// slot while they do (jobs.go). Their workers start with the server
 	// and drain in shutdown.
-	jr, err := openJobs(ctx, cfg, pipeline, renderer, filler, adm, m, wh, log)
+	jr, err := openJobs(ctx, cfg, role, pipeline, renderer, filler, adm, m, wh, log)
 	if err != nil {
 		log.Error("jobs", "err", err, "setting", "database (OUTPRINT_DATABASE)")
 		return exitInternal
@@ -252,25 +329,27 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		thumbs = r
 	}
 	api := httpapi.New(httpapi.Config{
-		Pipeline:     pipeline,
-		Renderer:     renderer,
-		Admission:    adm,
-		Auth:         cfg,
-		Anonymous:    cfg.Anonymous(),
-		RemoteImages: remote,
-		Outline:      wiki,
-		Jobs:         jr.svc,
-		Forms:        filler,
-		Ready:        ready,
-		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Console:      httpapi.Console{Handler: console, Admins: cfg, Anonymous: cfg.Admin.AllowAnonymous},
-		Observer:     m,
-		Logger:       log,
-		Web:          site,
-		Raster:       thumbs,
-		Callbacks:    policy,
-		PublicURL:    cfg.Webhooks.PublicURL,
-		TempDir:      tmp,
+		WorkerRole:    role == roleWorker,
+		ClusterSecret: cfg.Cluster.Secret,
+		Pipeline:      pipeline,
+		Renderer:      renderer,
+		Admission:     adm,
+		Auth:          cfg,
+		Anonymous:     cfg.Anonymous(),
+		RemoteImages:  remote,
+		Outline:       wiki,
+		Jobs:          jr.svc,
+		Forms:         filler,
+		Ready:         ready,
+		Metrics:       promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Console:       httpapi.Console{Handler: console, Admins: cfg, Anonymous: cfg.Admin.AllowAnonymous},
+		Observer:      m,
+		Logger:        log,
+		Web:           site,
+		Raster:        thumbs,
+		Callbacks:     policy,
+		PublicURL:     cfg.Webhooks.PublicURL,
+		TempDir:       tmp,
 	})
 
 	// Request contexts derive from base. When the grace period runs out,

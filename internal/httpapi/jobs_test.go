@@ -31,11 +31,11 @@ import (
 	"github.com/outprint/outprint/internal/outline/outlinetest"
 	"github.com/outprint/outprint/internal/raster"
 	"github.com/outprint/outprint/internal/render"
-	"github.com/outprint/outprint/internal/worker"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/web"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // The job tests run the real server on a loopback port, the real job

@@ -165,6 +165,11 @@ type Config struct {
 	// TempDir holds the asset parts of multipart uploads while a request
 	// runs (default os.TempDir()).
 	TempDir string
+	// WorkerRole makes the server a worker's listener (worker.go): only
+	// the bundle route and health, readiness and metrics. ClusterSecret
+	// is what gateways must present; without one nothing is rendered.
+	WorkerRole    bool
+	ClusterSecret string
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -230,6 +235,9 @@ func (nopObserver) JobAccepted()                              {}
 // and panic recovery. Unknown paths and wrong methods get the error list
 // too, not Go's plain-text answers.
 func (s *Server) Handler() http.Handler {
+	if s.cfg.WorkerRole {
+		return s.workerHandler()
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", method(s, http.MethodGet, s.healthz))
 	mux.Handle("/readyz", method(s, http.MethodGet, s.readyz))

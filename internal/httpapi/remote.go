@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/render"
+)
+
+// DefaultWorkerDownFor is how long a gateway leaves a worker alone after a
+// failed call or a draining answer before it tries it again.
+const DefaultWorkerDownFor = 2 * time.Second
+
+// RemoteConfig configures a RemoteRenderer.
+type RemoteConfig struct {
+	// Workers are the workers' base URLs (gateway.workers). A host name
+	// that resolves to several addresses is one worker per address.
+	Workers []string
+	// Secret is the cluster secret presented to workers.
+	Secret string
+	// MaxPDFBytes bounds a PDF read back from a worker (default
+	// limits.MaxPDFBytes).
+	MaxPDFBytes int64
+	// DownFor is how long a worker that failed is skipped (default
+	// DefaultWorkerDownFor).
+	DownFor time.Duration
+	// Client carries the calls (default: a client of its own).
+	Client *http.Client
+	// Logger receives worker failures (default: discard).
+	Logger *slog.Logger
+}
+
+// RemoteRenderer is the Render stage of a gateway: it sends the prepared
+// document to a worker and returns the worker's PDF. It tries the workers
+// in turn, starting after the one it used last: a busy (429), draining
+// (503) or unreachable worker passes the request on to the next, and a
+// worker that failed is skipped for DownFor, so a worker that went away
+// costs one failed call and is tried again once it may be back. When no
+// worker takes the request, Render returns an *admission.Refusal (busy)
+// whose Retry-After is the smallest a worker asked for. A document error a
+// worker reports is returned as the *limits.Error it wrote. It implements
+// Renderer.
+type RemoteRenderer struct {
+	cfg    RemoteConfig
+	client *http.Client
+	log    *slog.Logger
+	next   atomic.Uint64
+
+	mu   sync.Mutex
+	down map[string]time.Time // endpoint → skip until
+}
+
+// NewRemoteRenderer returns a renderer on cfg's workers.
+func NewRemoteRenderer(cfg RemoteConfig) (*RemoteRenderer, error) {
+	if len(cfg.Workers) == 0 {
+		return nil, errors.New("gateway.workers: a gateway needs at least one worker URL")
+	}
+	if cfg.Secret == "" {
+		return nil, errors.New("cluster.secret: a gateway needs the cluster secret (OUTPRINT_CLUSTER_SECRET)")
+	}
+	for _, w := range cfg.Workers {
+		if u, err := url.Parse(w); err != nil || u.Host == "" {
+			return nil, fmt.Errorf("gateway.workers: %q is not a worker URL", w)
+		}
+	}
+	if cfg.MaxPDFBytes <= 0 {
+		cfg.MaxPDFBytes = limits.MaxPDFBytes
+	}
+	if cfg.DownFor <= 0 {
+		cfg.DownFor = DefaultWorkerDownFor
+	}
+	client := cfg.Client
+	if client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		// Workers are on the operator's network, named by the operator;
+		// a proxy from the environment must not sit between them.
+		tr.Proxy = nil
+		client = &http.Client{Transport: tr}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &RemoteRenderer{cfg: cfg, client: client, log: log, down: map[string]time.Time{}}, nil
+}
+
+// endpoints resolves the workers: one base URL per address of each host.
+func (rr *RemoteRenderer) endpoints(ctx context.Context) []string {
+	var out []string
+	for _, w := range rr.cfg.Workers {
+		u, _ := url.Parse(w)
+		host, port := u.Hostname(), u.Port()
+		if net.ParseIP(host) != nil {
+			out = append(out, w)
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+		if err != nil || len(addrs) == 0 {
+			rr.log.Warn("gateway: worker host does not resolve", "worker", w, "err", err)
+			continue
+		}
+		for _, a := range addrs {
+			v := *u
+			v.Host = net.JoinHostPort(a, port)
+			out = append(out, v.String())
+		}
+	}
+	return out
+}
+
+// Render sends pr to a worker; see RemoteRenderer.
+func (rr *RemoteRenderer) Render(ctx context.Context, pr *render.Prepared, _ func(render.Progress)) (*render.Result, error) {
+	body, err := json.Marshal(pr.Bundle())
+	if err != nil {
+		return nil, fmt.Errorf("gateway: encode bundle: %w", err)
+	}
+	eps := rr.endpoints(ctx)
+	if len(eps) == 0 {
+		return nil, &admission.Refusal{Code: limits.CodeBusy, RetryAfter: time.Second}
+	}
+	// Start after the worker used last; workers marked down go to the
+	// end, tried only when every other one refused.
+	start := int(rr.next.Add(1))
+	now := time.Now()
+	var up, downs []string
+	rr.mu.Lock()
+	for i := range eps {
+		ep := eps[(start+i)%len(eps)]
+		if now.Before(rr.down[ep]) {
+			downs = append(downs, ep)
+		} else {
+			up = append(up, ep)
+		}
+	}
+	rr.mu.Unlock()
+	retry := time.Duration(0)
+	for _, ep := range append(up, downs...) {
+		res, after, err := rr.call(ctx, ep, body)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case after > 0: // busy or draining: the next one
+			if retry == 0 || after < retry {
+				retry = after
+			}
+			continue
+		case err == nil:
+			rr.mark(ep, false)
+			return res, nil
+		}
+		var le *limits.Error
+		if errors.As(err, &le) {
+			return nil, err // the document's problem: the same everywhere
+		}
+		rr.log.Warn("gateway: worker failed", "worker", ep, "err", err)
+		rr.mark(ep, true)
+	}
+	if retry == 0 {
+		retry = time.Second
+	}
+	return nil, &admission.Refusal{Code: limits.CodeBusy, RetryAfter: retry}
+}
+
+func (rr *RemoteRenderer) mark(ep string, down bool) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if down {
+		rr.down[ep] = time.Now().Add(rr.cfg.DownFor)
+	} else {
+		delete(rr.down, ep)
+	}
+}
+
+// call posts the bundle to one worker. A busy or draining answer returns
+// its Retry-After (draining also marks the worker down); a document error
+// the *limits.Error; anything else an error that moves on to the next.
+func (rr *RemoteRenderer) call(ctx context.Context, ep string, body []byte) (*render.Result, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+WorkerRenderPath, bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(ClusterHeader, rr.cfg.Secret)
+	resp, err := rr.client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, rr.cfg.MaxPDFBytes+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read answer: %w", err)
+	}
+	retryAfter := func() time.Duration {
+		n, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || n < 1 {
+			n = 1
+		}
+		return time.Duration(n) * time.Second
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		if int64(len(data)) > rr.cfg.MaxPDFBytes {
+			return nil, 0, errors.New("worker sent a PDF above the limit")
+		}
+		res := &render.Result{PDF: data}
+		res.Pages, _ = strconv.Atoi(resp.Header.Get(headerPages))
+		res.Title, _ = url.QueryUnescape(resp.Header.Get(headerTitle))
+		if ms, err := strconv.ParseInt(resp.Header.Get(headerCPU), 10, 64); err == nil {
+			res.CPU = time.Duration(ms) * time.Millisecond
+		}
+		res.MaxRSS, _ = strconv.ParseInt(resp.Header.Get(headerMaxRSS), 10, 64)
+		if w := resp.Header.Get(headerWarnings); w != "" {
+			if j, err := base64.RawURLEncoding.DecodeString(w); err == nil {
+				res.Warnings, _ = workerProblems([]byte(`{"errors":` + string(j) + `}`))
+			}
+		}
+		return res, 0, nil
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return nil, retryAfter(), nil
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		rr.mark(ep, true)
+		return nil, retryAfter(), nil
+	case resp.StatusCode == http.StatusUnauthorized:
+		return nil, 0, errors.New("the worker refused the cluster secret (cluster.secret differs)")
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		if problems, ok := workerProblems(data); ok {
+			return nil, 0, &limits.Error{Status: resp.StatusCode, Problems: problems}
+		}
+	}
+	return nil, 0, fmt.Errorf("worker answered %s", resp.Status)
+}
