@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// The cluster tests run the roles of "Running on several machines" as
+// separate processes on loopback: PostgreSQL, a SeaweedFS S3 server,
+// `outprint migrate`, gateways and workers, each with its own data folder.
+
+const clusterSecret = "cluster-secret-for-tests-0123456789"
+
+// proc is one outprint process of a role, restartable on the same port.
+type proc struct {
+	t    *testing.T
+	role string
+	env  []string
+	url  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	logs *lockedBuffer
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRole starts `outprint ROLE` with env on a port of its own and waits
+// for /readyz.
+func startRole(t *testing.T, role string, env ...string) *proc {
+	t.Helper()
+	port := freePort(t)
+	listenVar := "OUTPRINT_LISTEN"
+	if role == roleWorker {
+		listenVar = "OUTPRINT_WORKER_LISTEN"
+	}
+	p := &proc{t: t, role: role, url: fmt.Sprintf("http://127.0.0.1:%d", port), logs: &lockedBuffer{},
+		env: append([]string{listenVar + "=127.0.0.1:" + strconv.Itoa(port), "OUTPRINT_DATA_DIR=" + t.TempDir()}, env...)}
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *proc) start() {
+	p.t.Helper()
+	cmd := exec.Command(binary, p.role)
+	cmd.Env = append(os.Environ(), p.env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // ends when the process closes stderr (it exits)
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.logs.Write([]byte(sc.Text() + "\n"))
+		}
+	}()
+	p.mu.Lock()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(p.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-done:
+			p.t.Fatalf("outprint %s exited before it was ready:\n%s", p.role, p.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("outprint %s never ready:\n%s", p.role, p.logs.String())
+		}
+	}
+}
+
+// kill kills the process with SIGKILL, as a machine that dies would.
+func (p *proc) kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	cmd.Wait()
+}
+
+func (p *proc) stop() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-done
+		p.t.Errorf("outprint %s did not stop on SIGTERM", p.role)
+	}
+	cmd.Wait()
+	if p.t.Failed() {
+		p.t.Logf("outprint %s log:\n%s", p.role, tailString(p.logs.String(), 6000))
+	}
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// metric returns the value of an unlabelled metric, -1 when absent.
+func (p *proc) metric(name string) float64 {
+	resp, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// answer is one HTTP answer.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	err    error
+}
+
+func post(url string, header map[string]string, body []byte) answer {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return answer{err: err}
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, body: b, err: err}
+}
+
+func get(url string) answer {
+	resp, err := http.Get(url)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, body: b, err: err}
+}
+
+// pdfPages checks a PDF with pdfinfo and returns its page count.
+func pdfPages(t *testing.T, pdf []byte) int {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.pdf")
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("pdfinfo", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pdfinfo: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pages:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatalf("pdfinfo shows no page count:\n%s", out)
+	return 0
+}
+
+// clusterDB makes a fresh PostgreSQL database and migrates it with the
+// command, as an operator would; env is the database setting plus extra.
+func clusterDB(t *testing.T, extra ...string) []string {
+	t.Helper()
+	env := append([]string{"OUTPRINT_DATABASE=" + testenv.PostgresDatabase(t, "cluster"), "OUTPRINT_CLUSTER_SECRET=" + clusterSecret}, extra...)
+	if out, errOut, code := runWithEnv(t, env, "migrate"); code != exitOK {
+		t.Fatalf("outprint migrate = %d\n%s%s", code, out, errOut)
+	}
+	return env
+}
+
+// bundle is a worker request body: render.Bundle in JSON.
+func bundle(markdown string) []byte {
+	b, _ := json.Marshal(map[string]any{"markdown": []byte(markdown)})
+	return b
+}
+
+// longDocument is Markdown that keeps TeX busy for a while: many pages.
+func longDocument(pages int) string {
+	var b strings.Builder
+	b.WriteString("# Long\n\n")
+	for i := range pages {
+		fmt.Fprintf(&b, "## Section %d\n\n%s\n\n\\newpage\n\n", i+1, strings.Repeat("Words that fill the page. ", 120))
+	}
+	return b.String()
+}
+
+// TestClusterSecret: a worker renders only for callers that present the
+// cluster secret; without it, or with a wrong one, it answers 401 and
+// renders nothing.
+func TestClusterSecret(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdfinfo")
+	env := clusterDB(t)
+	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	doc := bundle("# Memo\n\nA short memo.\n")
+	for name, header := range map[string]map[string]string{
+		"missing": nil,
+		"wrong":   {"Outprint-Cluster-Secret": clusterSecret + "x"},
+		"prefix":  {"Outprint-Cluster-Secret": clusterSecret[:10]},
+	} {
+		a := post(w.url+"/v1/worker/render", header, doc)
+		if a.err != nil || a.status != http.StatusUnauthorized || !bytes.Contains(a.body, []byte(`"code":"unauthorized"`)) {
+			t.Errorf("%s secret: %d %s (%v), want 401 unauthorized", name, a.status, a.body, a.err)
+		}
+	}
+	if n := w.metric("outprint_render_duration_seconds_count"); n > 0 {
+		t.Errorf("renders after refused requests = %v, want none", n)
+	}
+	a := post(w.url+"/v1/worker/render", map[string]string{"Outprint-Cluster-Secret": clusterSecret}, doc)
+	if a.err != nil || a.status != http.StatusOK || a.header.Get("Content-Type") != "application/pdf" {
+		t.Fatalf("right secret: %d %s (%v), want 200 application/pdf", a.status, tailString(string(a.body), 400), a.err)
+	}
+	if n := pdfPages(t, a.body); n != 1 {
+		t.Errorf("worker PDF pages = %d, want 1", n)
+	}
+	// A document error from the worker is the error list of SPEC §5.
+	a = post(w.url+"/v1/worker/render", map[string]string{"Outprint-Cluster-Secret": clusterSecret}, bundle("# Bad\n\n$\\frac{1$\n"))
+	if a.status != http.StatusUnprocessableEntity || !bytes.Contains(a.body, []byte(`"errors"`)) {
+		t.Errorf("bad math: %d %s, want 422 with the error list", a.status, a.body)
+	}
+}
+
+// TestClusterWorkerBusy: two gateways share one worker of capacity 1.
+// While it renders, further renders through either gateway answer 429
+// with Retry-After and the busy error list, taken from the worker's own
+// busy answer.
+func TestClusterWorkerBusy(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdfinfo")
+	env := clusterDB(t)
+	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	gwEnv := append(env, "OUTPRINT_GATEWAY_WORKERS="+w.url, "OUTPRINT_ADMISSION_SLOTS=4", "OUTPRINT_ADMISSION_PER_USER=4")
+	g1 := startRole(t, roleGateway, gwEnv...)
+	g2 := startRole(t, roleGateway, gwEnv...)
+
+	long := make(chan answer, 1)
+	go func() {
+		body, _ := json.Marshal(map[string]string{"markdown": longDocument(300)})
+		long <- post(g1.url+"/v1/render", map[string]string{"Content-Type": "application/json"}, body)
+	}()
+	for deadline := time.Now().Add(time.Minute); w.metric("outprint_admission_running") != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never started the long render")
+		}
+	}
+	var wg sync.WaitGroup
+	answers := make([]answer, 2)
+	for i, g := range []*proc{g1, g2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, _ := json.Marshal(map[string]string{"markdown": "# Memo\n\nShort.\n"})
+			answers[i] = post(g.url+"/v1/render", map[string]string{"Content-Type": "application/json"}, body)
+		}()
+	}
+	wg.Wait()
+	stillRunning := w.metric("outprint_admission_running") == 1
+	for i, a := range answers {
+		if !stillRunning {
+			t.Skip("the long render ended before the others were refused; the machine is too fast for this document")
+		}
+		if a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" || !bytes.Contains(a.body, []byte(`"code":"busy"`)) {
+			t.Errorf("gateway %d while the worker is full: %d Retry-After %q %s, want 429 busy with Retry-After", i+1, a.status, a.header.Get("Retry-After"), a.body)
+		}
+	}
+	first := <-long
+	if first.status != http.StatusOK {
+		t.Fatalf("long render: %d %s", first.status, tailString(string(first.body), 400))
+	}
+	if n := pdfPages(t, first.body); n < 150 {
+		t.Errorf("long render pages = %d, want at least 150", n)
+	}
+}
