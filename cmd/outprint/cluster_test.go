@@ -337,3 +337,234 @@ func TestClusterWorkerBusy(t *testing.T) {
 		t.Errorf("long render pages = %d, want at least 150", n)
 	}
 }
+
+// TestClusterChaos runs the deployment of "Running on several machines" —
+// PostgreSQL, an S3 store, `outprint migrate`, one gateway and two workers
+// — under jobs and synchronous renders while a worker is killed with
+// SIGKILL mid-render and restarted, the S3 server is stopped for five
+// seconds and started again, and the gateway is killed with SIGKILL during
+// acceptance and restarted. Afterwards every accepted job (202) has
+// succeeded with a valid PDF, or failed with a document error when its
+// document was bad; none is lost or left running; every synchronous render
+// answered 200, or 429/503 with Retry-After.
+func TestClusterChaos(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdfinfo")
+	total := 200
+	if testing.Short() {
+		total = 40
+	}
+	s3 := testenv.StartS3(t, "../..")
+	env := clusterDB(t,
+		"OUTPRINT_STORE=s3://outprint-chaos/deploy?region=us-east-1&endpoint="+s3.Endpoint,
+		"AWS_ACCESS_KEY_ID="+testenv.S3AccessKey, "AWS_SECRET_ACCESS_KEY="+testenv.S3SecretKey,
+		"OUTPRINT_JOBS_LEASE_TIMEOUT=3s", "OUTPRINT_MAX_PAGES=3")
+	w1 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	w2 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	g := startRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w1.url+","+w2.url,
+		"OUTPRINT_ADMISSION_SLOTS=2", "OUTPRINT_ADMISSION_PER_USER=8", "OUTPRINT_ADMISSION_QUEUE_DEPTH=8")...)
+
+	// Jobs: every tenth document is bad and must fail with its own error.
+	type accepted struct {
+		id  string
+		bad bool
+	}
+	var (
+		mu       sync.Mutex
+		jobsDone []accepted
+	)
+	submit := func(i int) {
+		bad := i%10 == 9
+		doc := fmt.Sprintf("# Job %d\n\nA memo with a number: %d.\n", i, i*i)
+		if bad {
+			// Passes every check at acceptance; TeX finds it too long.
+			doc = longDocument(8)
+		}
+		body, _ := json.Marshal(map[string]string{"markdown": doc})
+		key := fmt.Sprintf("chaos-%d", i)
+		// A client retries until it gets an answer: the gateway may be
+		// down for a moment; the idempotency key makes the retry safe.
+		var last answer
+		for attempt := 0; attempt < 600; attempt++ {
+			a := post(g.url+"/v1/jobs", map[string]string{"Content-Type": "application/json", "Idempotency-Key": key}, body)
+			if a.err == nil && a.status == http.StatusAccepted {
+				var j struct{ ID string }
+				if json.Unmarshal(a.body, &j) != nil || j.ID == "" {
+					t.Errorf("job %d: 202 without an id: %s", i, a.body)
+					return
+				}
+				mu.Lock()
+				jobsDone = append(jobsDone, accepted{j.ID, bad})
+				mu.Unlock()
+				return
+			}
+			if a.err == nil && a.status != http.StatusServiceUnavailable && a.status != http.StatusTooManyRequests && a.status < 500 {
+				t.Errorf("job %d: %d %s", i, a.status, a.body)
+				return
+			}
+			last = a
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("job %d was never accepted; last answer %d %s %v", i, last.status, last.body, last.err)
+	}
+
+	// Synchronous renders beside the jobs.
+	stopSync := make(chan struct{})
+	var syncWG sync.WaitGroup
+	var syncCodes []int
+	syncWG.Add(1)
+	go func() {
+		defer syncWG.Done()
+		body, _ := json.Marshal(map[string]string{"markdown": "# Sync\n\nRendered while the cluster suffers.\n"})
+		for {
+			select {
+			case <-stopSync:
+				return
+			default:
+			}
+			a := post(g.url+"/v1/render", map[string]string{"Content-Type": "application/json"}, body)
+			if a.err != nil {
+				time.Sleep(200 * time.Millisecond) // the gateway is down: no answer to judge
+				continue
+			}
+			mu.Lock()
+			syncCodes = append(syncCodes, a.status)
+			mu.Unlock()
+			switch {
+			case a.status == http.StatusOK:
+				if !bytes.HasPrefix(a.body, []byte("%PDF-")) {
+					t.Errorf("sync render: 200 without a PDF")
+				}
+			case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
+				if a.header.Get("Retry-After") == "" {
+					t.Errorf("sync render: %d without Retry-After: %s", a.status, a.body)
+				}
+				time.Sleep(200 * time.Millisecond)
+			default:
+				t.Errorf("sync render: %d %s, want 200, or 429/503 with Retry-After", a.status, a.body)
+			}
+		}
+	}()
+
+	var subWG sync.WaitGroup
+	next := make(chan int)
+	for range 4 {
+		subWG.Add(1)
+		go func() {
+			defer subWG.Done()
+			for i := range next {
+				submit(i)
+			}
+		}()
+	}
+	// Submissions arrive at a steady pace, so that every failure below
+	// happens while jobs are being accepted and rendered.
+	pace := 60 * time.Millisecond
+	if testing.Short() {
+		pace = 250 * time.Millisecond
+	}
+	go func() { // ends when every job was handed to a submitter
+		defer close(next)
+		for i := range total {
+			next <- i
+			time.Sleep(pace)
+		}
+	}()
+	acceptedCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(jobsDone)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); acceptedCount() < total/5; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("jobs are not being accepted")
+		}
+	}
+	// The gateway dies during acceptance and comes back.
+	g.kill()
+	g.start()
+
+	// A worker dies in the middle of a render and comes back.
+	for deadline := time.Now().Add(2 * time.Minute); w1.metric("outprint_admission_running") != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("worker 1 never rendered")
+		}
+	}
+	w1.kill()
+	time.Sleep(time.Second)
+	w1.start()
+
+	// The store goes away for five seconds.
+	s3.Stop()
+	time.Sleep(5 * time.Second)
+	s3.Start()
+	subWG.Wait()
+
+	// Every accepted job ends: succeeded with a valid PDF, or failed with
+	// a document error if its document was bad.
+	mu.Lock()
+	all := append([]accepted(nil), jobsDone...)
+	mu.Unlock()
+	if len(all) != total {
+		t.Errorf("accepted %d jobs, want %d", len(all), total)
+	}
+	seen := map[string]bool{}
+	retried := 0
+	deadline := time.Now().Add(15 * time.Minute)
+	for _, j := range all {
+		if seen[j.id] {
+			t.Errorf("job %s accepted twice", j.id)
+		}
+		seen[j.id] = true
+		var st struct {
+			State    string
+			Attempts int
+			Error    *struct{ Code string }
+		}
+		for {
+			a := get(g.url + "/v1/jobs/" + j.id)
+			if a.err != nil || a.status != http.StatusOK || json.Unmarshal(a.body, &st) != nil {
+				t.Fatalf("GET job %s: %d %s %v (lost?)", j.id, a.status, a.body, a.err)
+			}
+			if st.State == "succeeded" || st.State == "failed" || st.State == "cancelled" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s stuck in %s", j.id, st.State)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if st.Attempts > 1 {
+			retried++
+		}
+		switch {
+		case j.bad:
+			if st.State != "failed" || st.Error == nil || st.Error.Code == "retries_exhausted" || st.Error.Code == "internal" {
+				t.Errorf("bad job %s: %s %+v, want failed with a document error", j.id, st.State, st.Error)
+			}
+		case st.State != "succeeded":
+			t.Errorf("job %s: %s %+v after %d attempts, want succeeded", j.id, st.State, st.Error, st.Attempts)
+		default:
+			a := get(g.url + "/v1/jobs/" + j.id + "/result")
+			if a.status != http.StatusOK {
+				t.Errorf("result of %s: %d %s", j.id, a.status, a.body)
+			} else if n := pdfPages(t, a.body); n != 1 {
+				t.Errorf("result of %s: %d pages, want 1", j.id, n)
+			}
+		}
+	}
+	close(stopSync)
+	syncWG.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	ok := 0
+	for _, c := range syncCodes {
+		if c == http.StatusOK {
+			ok++
+		}
+	}
+	t.Logf("%d jobs (%d needed more than one attempt); %d synchronous renders, %d of them 200", len(all), retried, len(syncCodes), ok)
+	if ok == 0 {
+		t.Error("no synchronous render succeeded")
+	}
+	_ = w2
+}
