@@ -33,10 +33,10 @@ import (
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/httpapi"
-	"github.com/outprint/outprint/internal/worker"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 func main() {

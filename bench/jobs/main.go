@@ -53,9 +53,9 @@ import (
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/markdown"
 	"github.com/outprint/outprint/internal/render"
-	"github.com/outprint/outprint/internal/worker"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // smallDoc is the burst's document: a few lines, as a job submitted by a

@@ -246,7 +246,7 @@ func TestComposeMatchesReadme(t *testing.T) {
 	}
 	for _, name := range names {
 		s, row := f.Services[name], rows[name]
-		cmd := strings.Trim(strings.Fields(row[1]+" ")[0], "`")
+		cmd := strings.Trim(strings.Fields(row[1] + " ")[0], "`")
 		switch {
 		case cmd == "(image's)":
 			if len(s.Command) != 0 {
