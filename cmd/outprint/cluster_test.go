@@ -568,3 +568,54 @@ func TestClusterChaos(t *testing.T) {
 	}
 	_ = w2
 }
+
+// TestClusterWorkerDrain: SIGTERM on a worker while it renders. The
+// running render finishes and is answered 200; a render sent meanwhile is
+// answered 503 at once with Retry-After and the worker's
+// {"message","phase"} (a gateway moves on to another worker); then the
+// worker exits 0.
+func TestClusterWorkerDrain(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdfinfo")
+	env := clusterDB(t)
+	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	secret := map[string]string{"Outprint-Cluster-Secret": clusterSecret}
+	long := make(chan answer, 1)
+	go func() { long <- post(w.url+"/v1/worker/render", secret, bundle(longDocument(300))) }()
+	for deadline := time.Now().Add(time.Minute); w.metric("outprint_admission_running") != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never started the long render")
+		}
+	}
+	w.mu.Lock()
+	cmd, done := w.cmd, w.done
+	w.cmd = nil // the test waits for this process itself
+	w.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	var a answer
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		a = post(w.url+"/v1/worker/render", secret, bundle("# Memo\n\nShort.\n"))
+		// Until the signal is handled the worker is merely full (429).
+		if a.err == nil && a.status != http.StatusOK && a.status != http.StatusTooManyRequests {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no refusal while draining: %d %v", a.status, a.err)
+		}
+	}
+	var body struct{ Message, Phase string }
+	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" ||
+		json.Unmarshal(a.body, &body) != nil || body.Message == "" || body.Phase != "draining" {
+		t.Errorf("render while draining: %d Retry-After %q %s, want 503 with Retry-After and {message, phase: draining}",
+			a.status, a.header.Get("Retry-After"), a.body)
+	}
+	first := <-long
+	if first.status != http.StatusOK {
+		t.Errorf("the running render: %d %s, want 200 (finished within the grace)", first.status, tailString(string(first.body), 300))
+	} else if n := pdfPages(t, first.body); n < 150 {
+		t.Errorf("the running render: %d pages", n)
+	}
+	<-done
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("worker exit after SIGTERM: %v, want 0", err)
+	}
+}

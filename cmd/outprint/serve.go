@@ -383,7 +383,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		log.Error("server stopped", "err", err)
 		code = exitInternal
 	}
-	shutdown(hs, ln, adm, jr, cancelBase, cfg.Shutdown.Grace, log)
+	shutdown(hs, ln, adm, jr, cancelBase, cfg.Shutdown.Grace, role == roleWorker, log)
 	return code
 }
 
@@ -392,14 +392,21 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 // running renders and jobs given the grace period to finish, then stopped
 // (jobs go back to the queue for the next process). A second SIGINT or
 // SIGTERM skips the rest of the grace.
-func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, jr *jobRuntime, cancelBase context.CancelCauseFunc, grace time.Duration, log *slog.Logger) {
+//
+// A worker (answering) keeps its listener open while its renders finish:
+// a gateway that sends it a render meanwhile hears 503 shutting_down with
+// Retry-After (SPEC §4's {"message","phase"}) at once and moves on, where a
+// closed port would look like a dead worker.
+func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, jr *jobRuntime, cancelBase context.CancelCauseFunc, grace time.Duration, answering bool, log *slog.Logger) {
 	st := adm.Stats()
 	log.Info("shutting down", "running", st.Running, "queued", st.Queued, "grace", grace.String())
 	// Stop accepting before the queued requests hear 503, so that a
 	// client told to come back cannot get in again through this process.
 	// (hs.Shutdown closes it again and returns that error, which is why
 	// the grace is judged by its context below, not by its result.)
-	ln.Close()
+	if !answering {
+		ln.Close()
+	}
 	adm.Close()
 
 	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
@@ -423,6 +430,12 @@ func shutdown(hs *http.Server, ln net.Listener, adm *admission.Controller, jr *j
 		jr.drain(graceCtx, adm, log)
 	}()
 
+	if answering {
+		select {
+		case <-adm.Drained():
+		case <-graceCtx.Done():
+		}
+	}
 	if hs.Shutdown(graceCtx); graceCtx.Err() != nil {
 		st := adm.Stats()
 		log.Warn("grace period over: stopping running renders", "running", st.Running)
