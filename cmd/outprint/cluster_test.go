@@ -270,7 +270,7 @@ func TestClusterSecret(t *testing.T) {
 			t.Errorf("%s secret: %d %s (%v), want 401 unauthorized", name, a.status, a.body, a.err)
 		}
 	}
-	if n := w.metric("outprint_render_duration_seconds_count"); n > 0 {
+	if n := w.metric(`outprint_render_duration_seconds_count{result="ok"}`); n > 0 {
 		t.Errorf("renders after refused requests = %v, want none", n)
 	}
 	a := post(w.url+"/v1/worker/render", map[string]string{"Outprint-Cluster-Secret": clusterSecret}, doc)
@@ -279,6 +279,10 @@ func TestClusterSecret(t *testing.T) {
 	}
 	if n := pdfPages(t, a.body); n != 1 {
 		t.Errorf("worker PDF pages = %d, want 1", n)
+	}
+	// One render in all: the refused requests rendered nothing.
+	if n := w.metric(`outprint_render_duration_seconds_count{result="ok"}`); n != 1 {
+		t.Errorf("renders = %v, want exactly the one with the right secret", n)
 	}
 	// A document error from the worker is the error list of SPEC §5.
 	a = post(w.url+"/v1/worker/render", map[string]string{"Outprint-Cluster-Secret": clusterSecret}, bundle("# Bad\n\n$\\frac{1$\n"))
@@ -617,5 +621,35 @@ func TestClusterWorkerDrain(t *testing.T) {
 	<-done
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("worker exit after SIGTERM: %v, want 0", err)
+	}
+}
+
+// TestClusterFailover: a gateway whose worker dies goes on rendering on
+// the other one, and comes back to the first once it returns (shown by
+// killing the second: renders go on, on the first, restarted, worker).
+func TestClusterFailover(t *testing.T) {
+	testenv.Require(t, "xelatex", "pdfinfo")
+	env := clusterDB(t)
+	w1 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	w2 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	g := startRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w1.url+","+w2.url)...)
+	renders := func(what string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"markdown": "# Memo\n\nFailover.\n"})
+		for i := range 4 {
+			a := post(g.url+"/v1/render", map[string]string{"Content-Type": "application/json"}, body)
+			if a.err != nil || a.status != http.StatusOK {
+				t.Fatalf("%s, render %d: %d %s %v, want 200", what, i, a.status, a.body, a.err)
+			}
+		}
+	}
+	renders("both workers up")
+	w1.kill()
+	renders("worker 1 killed")
+	w1.start()
+	w2.kill()
+	renders("worker 1 back, worker 2 killed")
+	if n := w1.metric(`outprint_render_duration_seconds_count{result="ok"}`); n < 4 {
+		t.Errorf("renders on the restarted worker 1 = %v, want the last 4", n)
 	}
 }
