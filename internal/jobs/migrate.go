@@ -82,6 +82,13 @@ func ownMigrations(d dialect) ([]migration, error) {
 		out = append(out, migration{version: v, name: name, sql: string(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	// Two files of one version (branches that each added "their" next
+	// migration) would apply only one of them, silently.
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", out[i-1].name, out[i].name, out[i].version)
+		}
+	}
 	return out, nil
 }
 
