@@ -124,9 +124,7 @@ func texts(vals map[string]any) []string {
 	var out []string
 	for _, v := range vals {
 		if s, ok := v.(string); ok {
-			for _, line := range strings.Split(s, "\n") {
-				out = append(out, line)
-			}
+			out = append(out, strings.Split(s, "\n")...)
 		}
 	}
 	sort.Strings(out)

@@ -605,14 +605,12 @@ auth:
 	if code, b := s.call(http.MethodPost, "/v1/render", userKey, ctJSON, jsonDoc("# Memo\n\n"+docText+"\n")); code != http.StatusOK {
 		t.Fatalf("render = %d %s", code, b)
 	}
-	var ids []string
 	for _, md := range []string{"# Job\n\n" + docText + "\n", "# Long\n\n" + strings.Repeat(docText+" and more words to fill the page. ", 400)} {
 		code, b := s.call(http.MethodPost, "/v1/jobs", userKey, ctJSON, jsonDoc(md))
 		var v struct{ ID string }
 		if code != http.StatusAccepted || json.Unmarshal(b, &v) != nil {
 			t.Fatalf("submit = %d %s", code, b)
 		}
-		ids = append(ids, v.ID)
 	}
 	var fams map[string]*dto.MetricFamily
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
