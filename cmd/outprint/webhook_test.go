@@ -43,7 +43,7 @@ type serveProcess struct {
 	done   chan error
 }
 
-var listeningRE = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
+var listeningRE = regexp.MustCompile(`"msg":"listening",.*?"addr":"([^"]+)"`)
 
 // startServeProcess starts the binary with the configuration file and
 // extra environment, and waits until /readyz answers 200.
