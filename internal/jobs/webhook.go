@@ -186,6 +186,10 @@ const webhookRiverAttempts = 25
 // maxCallbackURL bounds a callback URL.
 const maxCallbackURL = 2048
 
+// webhookFirstDelay is how long after a job settles its first delivery
+// attempt is due.
+const webhookFirstDelay = time.Second
+
 // webhookArgs is the River payload of a delivery: the job id.
 type webhookArgs struct {
 	JobID string `json:"job_id"`
@@ -226,9 +230,17 @@ func insertCallbacks(ctx context.Context, tx txOps, live []*acceptReq) error {
 // scheduleWebhook is called in every transaction that settles a job: when
 // the job has a callback still pending, it becomes due and its delivery is
 // inserted into River in the same transaction.
+//
+// The first attempt is due webhookFirstDelay after the settle: River's
+// PostgreSQL driver wakes a fetch on every insert, so an immediate delivery
+// could be claimed before the settling transaction's caller even returned;
+// a second's delay keeps "settled, not yet claimed" a real state that a
+// crash can hit (and that the crash test checks), at no cost a receiver
+// would notice.
 func (s *Service) scheduleWebhook(ctx context.Context, tx txOps, jobID string, now time.Time) error {
-	n, err := tx.exec(ctx, `UPDATE outprint_webhooks SET state = $2, settled_at = $3, next_attempt_at = $3
-		WHERE job_id = $1 AND state = $4`, jobID, WebhookSending, now, WebhookPending)
+	due := now.Add(webhookFirstDelay)
+	n, err := tx.exec(ctx, `UPDATE outprint_webhooks SET state = $2, settled_at = $3, next_attempt_at = $5
+		WHERE job_id = $1 AND state = $4`, jobID, WebhookSending, now, WebhookPending, due)
 	if err != nil {
 		return fmt.Errorf("schedule webhook: %w", err)
 	}
@@ -237,7 +249,7 @@ func (s *Service) scheduleWebhook(ctx context.Context, tx txOps, jobID string, n
 	}
 	_, err = tx.insertMany(ctx, []river.InsertManyParams{{
 		Args:       webhookArgs{JobID: jobID},
-		InsertOpts: &river.InsertOpts{Queue: queueWebhook, MaxAttempts: webhookRiverAttempts},
+		InsertOpts: &river.InsertOpts{Queue: queueWebhook, MaxAttempts: webhookRiverAttempts, ScheduledAt: due},
 	}})
 	return err
 }
