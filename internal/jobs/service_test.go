@@ -813,7 +813,16 @@ func TestRetention(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			names, _ := h.store.List(ctx, "jobs")
+			// The same sweep deletes orphan folders after the rows: wait
+			// (bounded) for the pass to finish.
+			var names []string
+			for {
+				names, _ = h.store.List(ctx, "jobs")
+				if slices.Equal(names, []string{fresh}) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			if !slices.Equal(names, []string{fresh}) {
 				t.Errorf("stored folders = %v, want only the fresh one %s", names, fresh)
 			}
