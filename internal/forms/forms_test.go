@@ -46,7 +46,7 @@ func sharedForm(t *testing.T, name string) []byte {
 	t.Helper()
 	dir := testenv.SharedDir(t, "../..")
 	if dir == "" {
-		t.Skip("../shared is absent")
+		testenv.Missing(t, "../shared is absent")
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "forms", name))
 	if err != nil {
