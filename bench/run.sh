@@ -22,6 +22,10 @@ echo
 echo "== Markdown -> LaTeX conversion speed (go test -bench)"
 go test ./internal/markdown -run '^$' -bench BenchmarkLaTeX -benchtime 2s
 echo
+echo "== Outline collection (issue 11): 30 documents as one PDF vs one by one (GET /render) through the"
+echo "   same warm pool; target ratio <= 3 (metric 'ratio')"
+go test ./internal/httpapi -run '^$' -bench BenchmarkOutlineCollection -benchtime 3x
+echo
 echo "== service under load: outprint serve saturated on loopback (bench/load, 20 s)"
 echo "   /healthz and 429 refusals must stay fast (p99 < 10 ms) while every slot renders"
 mkdir -p bench/out

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -37,7 +36,7 @@ func newCollectionFixture(t *testing.T) *collectionFixture {
 	return newCollectionFixtureWith(t, olOptions{tex: true})
 }
 
-func newCollectionFixtureWith(t *testing.T, o olOptions) *collectionFixture {
+func newCollectionFixtureWith(t testing.TB, o olOptions) *collectionFixture {
 	e := newOlEnv(t, o)
 	f := &collectionFixture{e: e}
 	f.col = e.fake.AddCollection(outlinetest.Collection{Name: "Engineering Handbook"})
@@ -212,54 +211,44 @@ func TestOutlineCollectionRefusals(t *testing.T) {
 	}
 }
 
-var measureCollection = flag.Bool("measure-collection", false,
-	"TestMeasureCollection: time the 30-document collection as one PDF against its documents one by one (warm pool), and print the ratio")
-
-// TestMeasureCollection measures, it asserts nothing about time: with
-// -measure-collection it prints how long the collection of
-// TestOutlineCollection takes as one PDF and as 30 single documents
-// through the same warm pool, and the ratio. Run it alone:
+// BenchmarkOutlineCollection measures, it asserts nothing about time: it
+// times the collection of TestOutlineCollection as one PDF and as its 30
+// documents one by one through the same warm pool, and reports both and
+// their ratio (`make bench` runs it):
 //
-//	go test -run TestMeasureCollection -measure-collection -v ./internal/httpapi/
-func TestMeasureCollection(t *testing.T) {
-	if !*measureCollection {
-		t.Skip("a measurement: run with -measure-collection")
-	}
-	testenv.Require(t, "xelatex")
-	pool, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Max: 2})
+//	go test -run '^$' -bench BenchmarkOutlineCollection ./internal/httpapi/
+func BenchmarkOutlineCollection(b *testing.B) {
+	testenv.Require(b, "xelatex")
+	pool, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: b.TempDir()}, Max: 2})
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	t.Cleanup(func() { pool.Close(context.Background()) })
-	f := newCollectionFixtureWith(t, olOptions{tex: true, engine: pool,
+	b.Cleanup(func() { pool.Close(context.Background()) })
+	f := newCollectionFixtureWith(b, olOptions{tex: true, engine: pool,
 		admission: admission.Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute}})
 	e := f.e
 	// Warm up both paths once.
 	e.get("/render/collection/"+f.col.ID, e.jane.Token, nil)
 	e.get("/render/"+f.ids[0], e.jane.Token, nil)
-	const rounds = 3
 	var whole, single time.Duration
-	for range rounds {
+	b.ResetTimer()
+	for b.Loop() {
 		start := time.Now()
 		if a := e.get("/render/collection/"+f.col.ID, e.jane.Token, nil); a.status != 200 {
-			t.Fatalf("collection: %d %s", a.status, a.body)
+			b.Fatalf("collection: %d %s", a.status, a.body)
 		}
 		whole += time.Since(start)
 		start = time.Now()
 		for _, id := range f.ids {
 			if a := e.get("/render/"+id, e.jane.Token, nil); a.status != 200 {
-				t.Fatalf("document: %d %s", a.status, a.body)
+				b.Fatalf("document: %d %s", a.status, a.body)
 			}
 		}
 		single += time.Since(start)
 	}
-	whole /= rounds
-	single /= rounds
-	t.Logf("\n%-40s %10s\n%-40s %10s\n%-40s %10s\n%-40s %10.2f",
-		"30 documents", "wall time",
-		"one PDF (GET /render/collection)", whole.Round(time.Millisecond),
-		"one by one (30 × GET /render)", single.Round(time.Millisecond),
-		"ratio (one PDF / one by one)", float64(whole)/float64(single))
+	b.ReportMetric(whole.Seconds()/float64(b.N), "s/collection")
+	b.ReportMetric(single.Seconds()/float64(b.N), "s/30-documents")
+	b.ReportMetric(float64(whole)/float64(single), "ratio")
 }
 
 // TestOutlineCollectionJob is the job form: POST /v1/jobs with

@@ -40,7 +40,7 @@ import (
 // olEnv is outprint in front of a fake Outline, with a few readers and
 // documents.
 type olEnv struct {
-	t    *testing.T
+	t    testing.TB
 	fake *outlinetest.Server
 	adm  *admission.Controller
 	srv  *httptest.Server
@@ -79,7 +79,7 @@ func (k olKeys) LookupKey(bearer string) (string, string, bool) {
 
 // olRefusingRenderer fails the test when a render is reached: the requests
 // it stands behind must end before a slot is taken.
-type olRefusingRenderer struct{ t *testing.T }
+type olRefusingRenderer struct{ t testing.TB }
 
 func (r olRefusingRenderer) Render(ctx context.Context, pr *render.Prepared, progress func(render.Progress)) (*render.Result, error) {
 	r.t.Errorf("a render was reached; the request should have ended before taking a slot")
@@ -130,7 +130,7 @@ func (g *olGatedRenderer) Render(ctx context.Context, pr *render.Prepared, progr
 	return g.next.Render(ctx, pr, progress)
 }
 
-func newOlEnv(t *testing.T, o olOptions) *olEnv {
+func newOlEnv(t testing.TB, o olOptions) *olEnv {
 	t.Helper()
 	fake := outlinetest.New(t)
 	e := &olEnv{t: t, fake: fake}
@@ -264,7 +264,7 @@ func olHits(s *outlinetest.Server, server, path string) []outlinetest.Hit {
 }
 
 // olPNG is a real PNG of w×h pixels.
-func olPNG(t *testing.T, w, h int) []byte {
+func olPNG(t testing.TB, w, h int) []byte {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := range h {

@@ -1,3 +1,5 @@
+//go:build !race
+
 package markdown
 
 import (
@@ -147,13 +149,10 @@ func cost(src string, rounds int) (time.Duration, uint64) {
 // the CPU time (least of a few runs, so a busy machine does not decide) and
 // the bytes allocated grow at most maxGrowth times. A quadratic family
 // grows four times; the slack covers cache and allocator effects. It is a
-// ratio of two runs in the same process, not a timed assertion.
+// ratio of two runs in the same process, not a timed assertion. The file
+// is left out of race-detector builds (the detector changes what costs
+// what); `make test` runs this test once more without it.
 func TestPathological(t *testing.T) {
-	if raceEnabled {
-		// The race detector changes what costs what; `make test` runs
-		// this test once more without it.
-		t.Skip("run without -race (make test does)")
-	}
 	const maxGrowth = 3.0
 	size := *pathologicalSize
 	for _, f := range pathological {
