@@ -147,6 +147,7 @@ func zygoteDocument(preamble, nonce string, withFormat bool) string {
 \immediate\write16{OUTPRINT-\outprint@nonce\space start}\message{}%
 \makeatother
 \input{./body.tex}
+\OutprintEnd
 \end{document}
 `)
 	return b.String()

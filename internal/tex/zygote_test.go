@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/outprint/outprint/internal/childproc"
 	"github.com/outprint/outprint/internal/testenv"
 )
 
@@ -822,4 +823,52 @@ func TestZygoteHelperServer(t *testing.T) {
 	}
 	fmt.Printf("PIDS %s\n", strings.Join(pids, " "))
 	time.Sleep(10 * time.Minute)
+}
+
+// TestProcessesNice: every process of a render runs at childproc.Nice, so
+// the server's own goroutines win the CPU while TeX keeps every core busy
+// (/proc/PID/stat's nice field): a warm process warmed by itself and its
+// xdvipdfmx, a zygote, a zygote's child typesetting, its driver's shell
+// and xdvipdfmx.
+func TestProcessesNice(t *testing.T) {
+	checkNice := func(t *testing.T, root string, want ...string) {
+		t.Helper()
+		seen := map[string]bool{}
+		for _, proc := range procsUnder(root) {
+			pid := pidsOf([]string{proc})[0]
+			n, err := childproc.NiceOf(pid)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			if n != childproc.Nice {
+				t.Errorf("process %s runs at nice %d, want %d", proc, n, childproc.Nice)
+			}
+			cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+			kind := "warm"
+			if strings.Contains(cwd, "outprint-zygote-") {
+				kind = "zygote"
+			}
+			seen[kind+" "+strings.Fields(proc)[1]] = true
+		}
+		for _, w := range want {
+			if !seen[w] {
+				t.Errorf("no %s process found (saw %v)", w, seen)
+			}
+		}
+	}
+	t.Run("warm", func(t *testing.T) {
+		p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}, Zygote: ZygoteConfig{Off: true}})
+		waitFor(t, "a warm process", func() bool { return p.Stats().Warm > 0 })
+		checkNice(t, p.cfg.Runner.TempDir, "warm xelatex", "warm xdvipdfmx")
+	})
+	t.Run("zygote", func(t *testing.T) {
+		p, _ := newZygotePool(t, PoolConfig{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		errs := startHungRender(t, ctx, p.Run, 60*time.Second)
+		hungChild(t, p)
+		checkNice(t, p.cfg.Runner.TempDir, "zygote xelatex", "warm xelatex", "warm xdvipdfmx")
+		cancel()
+		<-errs
+	})
 }
