@@ -40,7 +40,10 @@ func marker(nonce string) string { return "OUTPRINT-" + nonce + " " }
 //     that TeX carries out only when it ships the page holding it, so
 //     "end N" in the log proves the body's end reached page N of the PDF
 //     (a document that stopped early or whose last part was dropped never
-//     says it; readPDF refuses its PDF).
+//     says it; readPDF refuses its PDF). After a body that ends with a
+//     page break the current page is empty (\pagegoal is \maxdimen):
+//     everything before has gone to the output routine, and the mark is
+//     written at once.
 //   - \OutprintTotal{N}, for a preamble whose footer prints "of N": it
 //     says the total the footer shows, which must be the number of pages
 //     (readPDF), or the PDF ran on past what its footers announce.
@@ -57,7 +60,9 @@ func harness(nonce string, maxPages int) string {
   \ifnum\ReadonlyShipoutCounter>\outprint@maxpages
     \errmessage{` + m + `page limit}%
   \fi}
-\def\OutprintEnd{\par\write16{` + m + `end \the\ReadonlyShipoutCounter}}
+\def\OutprintEnd{\par\ifdim\pagegoal=\maxdimen
+    \immediate\write16{` + m + `end \the\ReadonlyShipoutCounter}%
+  \else\write16{` + m + `end \the\ReadonlyShipoutCounter}\fi}
 \def\OutprintTotal#1{\immediate\write16{` + m + `total #1}\message{}}
 \let\outprint@starttoc\@starttoc
 \def\@starttoc#1{\immediate\write16{` + m + `toc #1}\message{}\outprint@starttoc{#1}}

@@ -46,7 +46,10 @@ func TestRunLostContent(t *testing.T) {
 	}{
 		{"stops before the end", testPreamble, "Kept.\n\\end{document}\nLost text after the end.\n", "end of the document never reached the PDF"},
 		{"ends", testPreamble, "Kept.\n\nKept too.\n", ""},
-		{"pages after the total", totalPreamble, "One.\\newpage Two.\n" + figure("p", "3cm") + figure("p", "3cm"), "has 3 pages but its footers count 2"},
+		{"ends with a page break", testPreamble, "Kept.\\newpage\n", ""},
+		// The footers would say "Page 1 of 2".
+		{"total after a final page break", totalPreamble, "Kept.\\newpage\n", "footers count 2 pages but it has 1"},
+		{"pages after the total", totalPreamble, "One.\\newpage Two.\n" + figure("p", "3cm") + figure("p", "3cm"), "footers count 2 pages but it has 3"},
 		{"total right", totalPreamble, "One.\\newpage Two.\n" + figure("h", "3cm"), ""},
 		{"float taller than a page", testPreamble, "Text.\n" + figure("h", "1.5\\textheight") + "More.\n", "taller than a page"},
 		{"float that fits", testPreamble, "Text.\n" + figure("h", "0.5\\textheight") + "More.\n", ""},

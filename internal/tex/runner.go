@@ -266,7 +266,7 @@ func lostContent(li logInfo) error {
 		return &CompileError{Message: "the end of the document never reached the PDF: TeX stopped before it or dropped the part that holds it"}
 	case li.total >= 0 && li.total != pages:
 		return &CompileError{Message: fmt.Sprintf(
-			"the PDF has %d pages but its footers count %d: pages were added after the end of the document", pages, li.total)}
+			"the PDF's footers count %d pages but it has %d: pages were added after the footers' total was set, or it counts a page that never came", li.total, pages)}
 	case li.floatTooLarge > maxOverflow:
 		return &CompileError{Message: fmt.Sprintf(
 			"a figure or table is %.0f pt taller than a page: its bottom would be cut off", li.floatTooLarge)}
