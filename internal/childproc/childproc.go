@@ -1,14 +1,21 @@
 // Package childproc bounds the helper processes outprint runs on untrusted
 // input — rsvg-convert on SVG images, pdftoppm on result pages, qpdf on
 // uploaded forms: their output is read into a capped buffer, and their
-// rlimits are lowered on the started child before it is sent a byte of
-// input. Each caller keeps its own walls (environment, folder, process
-// group, namespaces); this package holds the two pieces they all share.
+// rlimits are lowered and its CPU priority lowered (Nice) on the started
+// child before it is sent a byte of input. TeX's processes get the same
+// priority (internal/tex). Each caller keeps its own walls (environment,
+// folder, process group, namespaces); this package holds the pieces they
+// all share.
 package childproc
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,4 +75,68 @@ func Lower(pid int, limits ...Limit) error {
 		}
 	}
 	return nil
+}
+
+// Nice is the nice value of every process that works on untrusted input:
+// TeX (warm processes, zygotes and their children, xdvipdfmx) and the
+// helpers. The server's own goroutines run at the nice value outprint was
+// started with (0 usually), so when TeX keeps every core busy the kernel
+// still gives the HTTP server the CPU at once: /healthz, refusals and
+// admission stay fast under hostile load. A nice value only weighs
+// processes that compete for a CPU; on an otherwise idle machine TeX gets
+// as much CPU as before.
+const Nice = 10
+
+// Deprioritize sets the nice value of the process pid to Nice, or leaves
+// it where it is when it is already higher (an operator who started
+// outprint itself at nice 15: lowering a nice value needs privileges). A
+// child inherits the value across fork and exec, so the processes it
+// starts (TeX's xdvipdfmx, a zygote's children) run at it too. The error
+// is never to be ignored but for ESRCH (the process is gone already).
+func Deprioritize(pid int) error {
+	// The raw getpriority(2) answers 20 - nice (1 to 40).
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid)
+	if err != nil {
+		return fmt.Errorf("read priority: %w", err)
+	}
+	if 20-prio >= Nice {
+		return nil
+	}
+	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, Nice); err != nil {
+		return fmt.Errorf("lower priority: %w", err)
+	}
+	// Read back what the kernel shows (a seccomp profile could make the
+	// call a no-op that succeeds).
+	got, err := NiceOf(pid)
+	if err != nil {
+		return err
+	}
+	if got < Nice {
+		return fmt.Errorf("lower priority: nice is %d after setting %d", got, Nice)
+	}
+	return nil
+}
+
+// NiceOf returns the nice value of the process pid, field 19 of
+// /proc/PID/stat.
+func NiceOf(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("read nice: %w", unix.ESRCH)
+		}
+		return 0, fmt.Errorf("read nice: %w", err)
+	}
+	// The command name is in parentheses and may hold spaces: fields
+	// count from after its closing one (state is field 3, nice 19).
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 17 {
+		return 0, fmt.Errorf("read nice: short /proc/%d/stat", pid)
+	}
+	n, err := strconv.Atoi(f[16])
+	if err != nil {
+		return 0, fmt.Errorf("read nice: %w", err)
+	}
+	return n, nil
 }

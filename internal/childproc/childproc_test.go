@@ -66,3 +66,31 @@ func TestLower(t *testing.T) {
 		}
 	}
 }
+
+// TestDeprioritize: a started process runs at Nice afterwards, as
+// /proc/PID/stat shows; one already at a higher nice value keeps it.
+func TestDeprioritize(t *testing.T) {
+	for _, before := range []int{0, 5, Nice, 15} {
+		cmd := exec.Command("sleep", "30")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		if err := unix.Setpriority(unix.PRIO_PROCESS, pid, before); err != nil {
+			t.Fatal(err)
+		}
+		err := Deprioritize(pid)
+		got, nerr := NiceOf(pid)
+		if want := max(before, Nice); err != nil || nerr != nil || got != want {
+			t.Errorf("Deprioritize(process at nice %d) = %v; NiceOf = %d, %v, want %d", before, err, got, nerr, want)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	if _, err := NiceOf(1 << 30); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("NiceOf(no such process) = %v, want ESRCH", err)
+	}
+	if err := Deprioritize(1 << 30); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("Deprioritize(no such process) = %v, want ESRCH", err)
+	}
+}

@@ -99,6 +99,14 @@ func (s qpdfSandbox) run(ctx context.Context, dir string, args ...string) (qpdfR
 		return qpdfResult{}, fmt.Errorf("start qpdf: %w", err)
 	}
 	pid := cmd.Process.Pid
+	// prlimit(1) set the rlimits before it ran qpdf; the priority is
+	// lowered here, a moment after the start (qpdf keeps it across
+	// prlimit's exec). A qpdf done already is no error.
+	if err := childproc.Deprioritize(pid); err != nil && !errors.Is(err, syscall.ESRCH) {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		cmd.Wait()
+		return qpdfResult{}, fmt.Errorf("qpdf: %w", err)
+	}
 	werr := cmd.Wait()
 	syscall.Kill(-pid, syscall.SIGKILL) // anything left in the group
 	if ctx.Err() != nil {

@@ -27,7 +27,7 @@ import (
 //     upload, check, fetch or render, and the body itself must arrive
 //     within BodyTimeout.
 //   - The cheap checks (Markdown parse, Binding, math) run within
-//     CheckBudget, under the user's count, and at most GOMAXPROCS of
+//     CheckBudget, under the user's count, and at most checkSlots of
 //     them at once for all users together (a check that finds no place
 //     within its budget is refused 429 busy).
 //   - An answer must be taken by the client within WriteTimeout from its
@@ -41,6 +41,13 @@ const DefaultCheckBudget = 5 * time.Second
 // DefaultWriteTimeout bounds how long a client may take to receive an
 // answer (a 50 MiB PDF at 1 MB/s fits).
 const DefaultWriteTimeout = 2 * time.Minute
+
+// checkSlots is how many cheap checks may run at once with procs Go
+// processors: one fewer than procs (at least one), so that however many
+// hostile documents are being parsed, one processor is left for the
+// server's other goroutines (accepting connections, /healthz, refusals)
+// and none of them waits for the scheduler to preempt a parse.
+func checkSlots(procs int) int { return max(procs-1, 1) }
 
 // admissionKey is what the per-user count is keyed on: the tenant and the
 // user together, since a user name is only unique within its tenant

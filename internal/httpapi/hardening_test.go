@@ -307,3 +307,13 @@ func TestClientDisconnectFreesSlot(t *testing.T) {
 	}
 	t.Logf("slot free %s after the client left", time.Since(left).Round(time.Millisecond))
 }
+
+// TestCheckSlots: cheap checks leave one Go processor to the rest of the
+// server (accepting, /healthz, refusals), and never have none.
+func TestCheckSlots(t *testing.T) {
+	for _, tt := range []struct{ procs, want int }{{1, 1}, {2, 1}, {3, 2}, {8, 7}, {64, 63}} {
+		if got := checkSlots(tt.procs); got != tt.want {
+			t.Errorf("checkSlots(%d) = %d, want %d", tt.procs, got, tt.want)
+		}
+	}
+}

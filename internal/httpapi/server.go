@@ -218,7 +218,7 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Server{cfg: cfg, log: log, obs: obs, renderer: r, checks: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	return &Server{cfg: cfg, log: log, obs: obs, renderer: r, checks: make(chan struct{}, checkSlots(runtime.GOMAXPROCS(0))),
 		streams: streamCounter{max: cfg.MaxEventStreams}}
 }
 

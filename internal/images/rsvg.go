@@ -194,8 +194,11 @@ func (s sandbox) run(ctx context.Context, bin, work string, svg []byte, isolate 
 }
 
 // setLimits lowers the rlimits of the child pid (never above what it
-// inherited).
+// inherited) and its CPU priority.
 func (s sandbox) setLimits(pid int) error {
+	if err := childproc.Deprioritize(pid); err != nil {
+		return err
+	}
 	return childproc.Lower(pid,
 		childproc.Limit{Resource: unix.RLIMIT_AS, Cur: s.memory, Max: s.memory},
 		childproc.Limit{Resource: unix.RLIMIT_CPU, Cur: s.cpu, Max: s.cpu + 1},

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outprint/outprint/internal/childproc"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
 )
@@ -158,8 +159,9 @@ func TestSVGReadsNoFile(t *testing.T) {
 	}
 }
 
-// TestSVGCancel: cancelling ctx kills rsvg-convert and its process group,
-// and the error is internal (the client did not do anything wrong).
+// TestSVGCancel: rsvg-convert runs bounded and at childproc.Nice;
+// cancelling ctx kills it and its process group, and the error is internal
+// (the client did not do anything wrong).
 func TestSVGCancel(t *testing.T) {
 	testenv.Require(t, "rsvg-convert")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -211,6 +213,14 @@ func TestSVGCancel(t *testing.T) {
 	if err != nil || !strings.Contains(string(lim), "Max address space         1073741824") ||
 		!strings.Contains(string(lim), "Max cpu time              20                   21") {
 		t.Errorf("/proc/%d/limits = %s, %v, want address space 1 GiB and CPU 20/21 s", pid, lim, err)
+	}
+	// So is its CPU priority: the server's goroutines come first.
+	nice, err := childproc.NiceOf(pid)
+	for deadline := time.Now().Add(5 * time.Second); err == nil && nice != childproc.Nice && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		nice, err = childproc.NiceOf(pid)
+	}
+	if err != nil || nice != childproc.Nice {
+		t.Errorf("rsvg-convert's nice = %d, %v, want %d", nice, err, childproc.Nice)
 	}
 	cancel()
 	r := <-done

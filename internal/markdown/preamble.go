@@ -90,7 +90,9 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % Footer "Page N of M" in one run: the total is a form XObject that
 % \AtEndDocument defines once the last page number is known; xdvipdfmx
 % resolves the forward reference. The total is set in the footer's font.
-\AtEndDocument{\par\setbox\@tempboxa\hbox{\normalfont\small\sffamily\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
+% \OutprintTotal (outprint's TeX harness) says it in the log, so that a PDF
+% with more pages than its footers announce is refused.
+\AtEndDocument{\ifdefined\OutprintTotal\OutprintTotal{\the\value{page}}\fi\par\setbox\@tempboxa\hbox{\normalfont\small\sffamily\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
 \makeatother
 \fancypagestyle{opfooter}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
 \fancypagestyle{plain}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}

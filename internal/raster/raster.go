@@ -162,6 +162,12 @@ func (r *Rasterizer) run(ctx context.Context, work string, pdf []byte, page, wid
 		cmd.Wait()
 		return nil, fmt.Errorf("rlimits: %w", err)
 	}
+	if err := childproc.Deprioritize(pid); err != nil {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		stdin.Close()
+		cmd.Wait()
+		return nil, err
+	}
 	// Owned by run: it ends when the PDF is written or the pipe closes
 	// after the process exited; run waits for it.
 	written := make(chan struct{})

@@ -36,6 +36,17 @@ func marker(nonce string) string { return "OUTPRINT-" + nonce + " " }
 //     table-of-contents file the document reads, so the runner can tell
 //     whether it changed (and the pool can warm a process for the second
 //     run while the first one runs).
+//   - \OutprintEnd, which main.tex puts right after the body: a \write
+//     that TeX carries out only when it ships the page holding it, so
+//     "end N" in the log proves the body's end reached page N of the PDF
+//     (a document that stopped early or whose last part was dropped never
+//     says it; readPDF refuses its PDF). After a body that ends with a
+//     page break the current page is empty (\pagegoal is \maxdimen):
+//     everything before has gone to the output routine, and the mark is
+//     written at once.
+//   - \OutprintTotal{N}, for a preamble whose footer prints "of N": it
+//     says the total the footer shows, which must be the number of pages
+//     (readPDF), or the PDF ran on past what its footers announce.
 //
 // @ is made a letter for the harness and its catcode restored afterwards,
 // whatever the preamble left it at.
@@ -49,6 +60,10 @@ func harness(nonce string, maxPages int) string {
   \ifnum\ReadonlyShipoutCounter>\outprint@maxpages
     \errmessage{` + m + `page limit}%
   \fi}
+\def\OutprintEnd{\par\ifdim\pagegoal=\maxdimen
+    \immediate\write16{` + m + `end \the\ReadonlyShipoutCounter}%
+  \else\write16{` + m + `end \the\ReadonlyShipoutCounter}\fi}
+\def\OutprintTotal#1{\immediate\write16{` + m + `total #1}\message{}}
 \let\outprint@starttoc\@starttoc
 \def\@starttoc#1{\immediate\write16{` + m + `toc #1}\message{}\outprint@starttoc{#1}}
 \OutprintRestoreAt
@@ -66,6 +81,7 @@ func coldDocument(preamble, nonce string, maxPages int) string {
 	b.WriteString("\\begin{document}\n")
 	b.WriteString("\\immediate\\write16{" + marker(nonce) + "start}\\message{}%\n")
 	b.WriteString("\\input{./body.tex}\n")
+	b.WriteString("\\OutprintEnd\n")
 	b.WriteString("\\end{document}\n")
 	return b.String()
 }

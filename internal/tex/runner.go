@@ -250,6 +250,30 @@ func classify(cause error, state *os.ProcessState, li logInfo, output, dir strin
 	return nil
 }
 
+// lostContent checks, from the log of a run that succeeded, that the PDF
+// holds the whole document, as the product promises (a shorter PDF is
+// never delivered): the end of the body was shipped out, the footers'
+// page total is the number of pages, and no float was taller than its
+// page. It costs a few log lines per render, no look at the PDF. The
+// page overflow of classify is the fourth such check.
+func lostContent(li logInfo) error {
+	pages := li.pages
+	if pages < 0 {
+		pages = li.lastPage
+	}
+	switch {
+	case !li.ended:
+		return &CompileError{Message: "the end of the document never reached the PDF: TeX stopped before it or dropped the part that holds it"}
+	case li.total >= 0 && li.total != pages:
+		return &CompileError{Message: fmt.Sprintf(
+			"the PDF's footers count %d pages but it has %d: pages were added after the footers' total was set, or it counts a page that never came", li.total, pages)}
+	case li.floatTooLarge > maxOverflow:
+		return &CompileError{Message: fmt.Sprintf(
+			"a figure or table is %.0f pt taller than a page: its bottom would be cut off", li.floatTooLarge)}
+	}
+	return nil
+}
+
 // maxOverflow is how far (pt) a page's content may run past the text
 // area before the render fails: about a line, which would already print
 // over the footer. TeX sets what does not fit below the page's bottom
@@ -385,6 +409,9 @@ func defaultPageLabels(dir string) bool {
 
 // readPDF checks the PDF's size against the limit, then reads it.
 func readPDF(dir string, max int64, li logInfo, res *Result) error {
+	if err := lostContent(li); err != nil {
+		return err
+	}
 	path := filepath.Join(dir, "main.pdf")
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/childproc"
 )
 
 // sandbox is how every TeX process is started: the program, the PATH it
@@ -224,17 +226,15 @@ func (s *sandbox) limit(pid int, cpuSeconds uint64) error {
 	if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
 		return fmt.Errorf("core: %w", err)
 	}
-	// TeX runs at a lower priority than the gateway, so that liveness
-	// probes and refusals stay fast while every core typesets. The
-	// children it forks (xdvipdfmx) inherit it.
-	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, renderNice); err != nil {
+	// TeX runs at a lower priority than the server, so that liveness
+	// probes and refusals stay fast while every core typesets. What it
+	// starts (the driver's shell, xdvipdfmx) and a zygote's children
+	// inherit it; a child gets it again here all the same.
+	if err := childproc.Deprioritize(pid); err != nil {
 		return fmt.Errorf("priority: %w", err)
 	}
 	return nil
 }
-
-// renderNice is the nice value of render processes.
-const renderNice = 10
 
 // waitExit blocks until the leader exits, without reaping it: while the
 // leader is an unreaped zombie its pid, and so the group id, cannot be

@@ -38,6 +38,18 @@ type logInfo struct {
 	// the page it happened on (the harness's last page + 1).
 	overflow     float64
 	overflowPage int
+	// ended: the harness's end mark, placed right after the body, was
+	// shipped out (on page endPage). A mark that never ships means TeX
+	// stopped reading before the body's end or dropped the material that
+	// held it.
+	ended   bool
+	endPage int
+	// total is the page total the preamble reported for its footer
+	// ("Page N of total", \OutprintTotal), -1 when it reported none.
+	total int
+	// floatTooLarge is the largest "Float too large for page by N pt":
+	// a float taller than a page, whose bottom is cut off.
+	floatTooLarge float64
 }
 
 const maxMissing = 50
@@ -48,6 +60,7 @@ var (
 	outputRE   = regexp.MustCompile(`^Output written on .*\((\d+) pages?`)
 	missingRE  = regexp.MustCompile(`^Missing character: There is no (.+?) in font (.*?)!?$`)
 	overflowRE = regexp.MustCompile(`^Overfull \\vbox \(([0-9.]+)pt too high\) has occurred while \\output is active`)
+	floatRE    = regexp.MustCompile(`^LaTeX Warning: Float too large for page by ([0-9.]+)pt`)
 	// A warning starts a block: "LaTeX Warning: ...", "Package x Warning:
 	// ...", "Class x Warning: ...", "LaTeX Font Warning: ...".
 	warningRE = regexp.MustCompile(`^(?:LaTeX|Package|Class)(?: (\S+))?(?: \S+)? Warning: `)
@@ -58,7 +71,7 @@ var (
 
 // parseLog reads a TeX log. nonce identifies the harness's lines.
 func parseLog(r io.Reader, nonce string) logInfo {
-	li := logInfo{pages: -1}
+	li := logInfo{pages: -1, total: -1}
 	m := marker(nonce)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -78,6 +91,14 @@ func parseLog(r io.Reader, nonce string) logInfo {
 				if n, err := strconv.Atoi(strings.TrimSpace(rest[5:])); err == nil {
 					li.lastPage = n
 				}
+			case strings.HasPrefix(rest, "end "):
+				if n, err := strconv.Atoi(strings.TrimSpace(rest[4:])); err == nil {
+					li.ended, li.endPage = true, n
+				}
+			case strings.HasPrefix(rest, "total "):
+				if n, err := strconv.Atoi(strings.TrimSpace(rest[6:])); err == nil {
+					li.total = n
+				}
 			case strings.HasPrefix(rest, "toc "):
 				ext := strings.TrimSpace(rest[4:])
 				if !seenTOC[ext] {
@@ -93,6 +114,11 @@ func parseLog(r io.Reader, nonce string) logInfo {
 			inWarning = wm[1]
 			if inWarning == "" {
 				inWarning = "LaTeX"
+			}
+			if fm := floatRE.FindStringSubmatch(line); fm != nil {
+				if pt, err := strconv.ParseFloat(fm[1], 64); err == nil && pt > li.floatTooLarge {
+					li.floatTooLarge = pt
+				}
 			}
 			switch {
 			case strings.Contains(line, "Rerun to get /PageLabels entry"):

@@ -140,6 +140,7 @@ func warmDocument(preamble, nonce string, withFormat bool) string {
 \makeatother
 \immediate\write16{` + m + `start}\message{}%
 \input{./body.tex}
+\OutprintEnd
 \end{document}
 `)
 	return b.String()

@@ -99,6 +99,9 @@ type zygote struct {
 	// too many forks, a child crashed, the pool closes.
 	retire     chan struct{}
 	retireOnce sync.Once
+	// retired is set, under Pool.mu, by the one retireZygote call that
+	// takes the zygote out of service and counts it.
+	retired bool
 
 	mu    sync.Mutex // serializes fork requests
 	forks int        // under mu
@@ -144,6 +147,7 @@ func zygoteDocument(preamble, nonce string, withFormat bool) string {
 \immediate\write16{OUTPRINT-\outprint@nonce\space start}\message{}%
 \makeatother
 \input{./body.tex}
+\OutprintEnd
 \end{document}
 `)
 	return b.String()

@@ -199,9 +199,33 @@ watch:
 		}
 		break watch
 	}
-	z.doRetire()
+	p.retireZygote(z)
 
+	z.mu.Lock() // a fork under way ends first
+	z.close()
+	z.mu.Unlock()
 	p.mu.Lock()
+	p.zyg.deadCPU += cpuTime(z.p.state)
+	p.mu.Unlock()
+}
+
+// retireZygote retires z at once, whatever the reason: its fork count,
+// a crashed child, its own death, its lifetime, its profile's idleness or
+// the pool's closing. z leaves its profile's ready list and is counted in
+// ZygotesRetired (unless the pool is closing) here, under the pool's lock
+// and exactly once however many reasons come together, so the count has
+// moved when the render that saw a crash returns. Its tending goroutine
+// then ends the process and starts no other; replenishing starts the
+// replacement.
+func (p *Pool) retireZygote(z *zygote) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if z.retired {
+		return
+	}
+	z.retired = true
+	z.doRetire()
+	prof := z.prof
 	zs := &prof.zygotes
 	for i, r := range zs.ready {
 		if r == z {
@@ -225,18 +249,7 @@ watch:
 		p.replenishLocked(prof)
 	}
 	p.notifyLocked()
-	p.mu.Unlock()
-
-	z.mu.Lock() // a fork under way ends first
-	z.close()
-	z.mu.Unlock()
-	p.mu.Lock()
-	p.zyg.deadCPU += cpuTime(z.p.state)
-	p.mu.Unlock()
 }
-
-// retireZygote retires z at once; its tending goroutine replaces it.
-func (p *Pool) retireZygote(z *zygote) { z.doRetire() }
 
 // warmSlot readies wp as a slot for a zygote's child: a scratch folder
 // and a pre-started xdvipdfmx waiting on a pipe, whose write end becomes

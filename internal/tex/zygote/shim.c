@@ -12,7 +12,8 @@
  * (uint64, native byte order), then its folder's path (NUL-terminated), and
  * by SCM_RIGHTS three fds: the folder, the output pipe (stdout and stderr)
  * and the driver pipe (fd 3, xdvipdfmx's stdin). The zygote answers with the
- * child's pid (int32), or minus an errno.
+ * child's pid (int32) once the child has detached itself (or died), or minus
+ * an errno.
  *
  * The child is made with a raw clone(CLONE_PARENT), so it is the server's
  * child, not the zygote's: the server waits for it, reads its rusage and
@@ -139,6 +140,17 @@ static void detach_files(const char *zdir, int cdir, int keep1, int keep2) {
             if (len < 0)
                 die("readlink");
             path[len] = 0;
+            /* A file the zygote wrote that is gone from its folder (the
+             * folder of a retired zygote, removed): the child would
+             * write a file named "x (deleted)" and miss x later. The
+             * server never removes the folder while a child detaches
+             * (see serve); this makes any other way a clear error. */
+            static const char deleted[] = " (deleted)";
+            size_t dl = sizeof deleted - 1;
+            if ((size_t)len > dl && strcmp(path + len - dl, deleted) == 0) {
+                errno = ENOENT;
+                die("a file the zygote writes was removed");
+            }
             const char *rel = path + zlen + 1;
             if ((size_t)len <= zlen + 1 || strncmp(path, zdir, zlen) != 0 || path[zlen] != '/' ||
                 strchr(rel, '/') != NULL) {
@@ -170,8 +182,10 @@ struct request {
     char dir[PATH_MAX];
 };
 
-/* child runs in the new process; it returns to the caller of fopen. */
-static void child(const struct request *r, int fds[3], pid_t server) {
+/* child runs in the new process; it returns to the caller of fopen. When
+ * it is detached from the zygote (own process group, files, folder), it
+ * closes done, the write end of a pipe the zygote waits on. */
+static void child(const struct request *r, int fds[3], pid_t server, int done) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         die("PR_SET_PDEATHSIG");
     if (getppid() != server)
@@ -190,7 +204,7 @@ static void child(const struct request *r, int fds[3], pid_t server) {
     char zdir[PATH_MAX];
     if (getcwd(zdir, sizeof zdir) == NULL)
         die("getcwd");
-    detach_files(zdir, fds[0], -1, -1);
+    detach_files(zdir, fds[0], done, -1);
     if (fchdir(fds[0]) != 0)
         die("fchdir");
     close(fds[0]);
@@ -204,6 +218,7 @@ static void child(const struct request *r, int fds[3], pid_t server) {
     setenv("TEXMFCONFIG", buf, 1);
     snprintf(buf, sizeof buf, "%s/.cache", r->dir);
     setenv("XDG_CACHE_HOME", buf, 1);
+    close(done);
 }
 
 static void reply(int32_t v) {
@@ -256,6 +271,20 @@ static void serve(void) {
             reply(-EINVAL);
             continue;
         }
+        /* The zygote answers only when the child is detached: the
+         * server may retire the zygote as soon as it has the answer
+         * (remove its folder, kill its process group), and a child still
+         * copying the zygote's written files or not yet in a group of
+         * its own would lose them or die with it. The pipe's write end
+         * closes when the child is detached, or dies. */
+        int done[2];
+        if (pipe2(done, O_CLOEXEC) != 0) {
+            int err = errno;
+            for (int i = 0; i < 3; i++)
+                close(fds[i]);
+            reply(-err);
+            continue;
+        }
         fflush(NULL);
         /* Not fork(): glibc's fork cannot make the server the parent.
          * The raw clone skips glibc's fork handlers, which matters not
@@ -264,12 +293,22 @@ static void serve(void) {
          * do not use (they ask the kernel, glibc >= 2.34). */
         long pid = syscall(SYS_clone, (unsigned long)(CLONE_PARENT | SIGCHLD), 0L, 0L, 0L, 0L);
         if (pid == 0) {
-            child(&r, fds, server);
+            close(done[0]);
+            child(&r, fds, server, done[1]);
             return;
         }
         int err = errno;
+        close(done[1]);
         for (int i = 0; i < 3; i++)
             close(fds[i]);
+        if (pid > 0) {
+            /* EOF when the child is detached, or dead: the server
+             * reaps it either way, so it gets the pid. */
+            char b;
+            while (read(done[0], &b, 1) < 0 && errno == EINTR)
+                ;
+        }
+        close(done[0]);
         reply(pid > 0 ? (int32_t)pid : -err);
     }
 }
