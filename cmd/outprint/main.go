@@ -1,5 +1,7 @@
 // Command outprint turns Markdown into print-quality PDFs through XeLaTeX.
-// This file only wires things together; the logic lives in internal/.
+// It only wires things together: it parses flags, loads the configuration
+// and maps results to exit codes; the processes are assembled by
+// internal/service and the logic lives in the other internal/ packages.
 //
 //	outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
 //	outprint fields FORM.pdf [--json]
@@ -63,9 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fieldsCmd(ctx, args[1:], stdout, stderr)
 	case "fill":
 		return fillCmd(ctx, args[1:], stdout, stderr)
-	case "serve":
-		return serveCmd(ctx, args[1:], stdout, stderr)
-	case roleGateway, roleWorker:
+	case roleServe, roleGateway, roleWorker:
 		return roleCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr)
