@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "fill":
 		return fillCmd(ctx, args[1:], stdout, stderr)
 	case roleServe, roleGateway, roleWorker:
-		return roleCmd(ctx, args[0], args[1:], stdout, stderr)
+		return roleCmd(ctx, args[0], args[1:], stdout, stderr, nil)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "config":

@@ -26,8 +26,10 @@ const (
 // roleCmd is `outprint serve|gateway|worker [--config FILE]`: it loads the
 // configuration and runs the process of the role (internal/service) until
 // ctx ends (SIGINT, SIGTERM) and the shutdown is done, or returns at once
-// with exit code 2 when the configuration is wrong.
-func roleCmd(ctx context.Context, role string, args []string, stdout, stderr io.Writer) int {
+// with exit code 2 when the configuration is wrong. failpoint is nil in
+// the command; crash tests re-run their test binary as a process of the
+// role with a hook that kills it at a failpoint (main_test.go).
+func roleCmd(ctx context.Context, role string, args []string, stdout, stderr io.Writer, failpoint func(string)) int {
 	fs := flag.NewFlagSet(role, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "configuration file (default $"+config.EnvConfig+", else embedded defaults)")
@@ -53,8 +55,7 @@ func roleCmd(ctx context.Context, role string, args []string, stdout, stderr io.
 	hurry := make(chan struct{})
 	stopHurry := hurryOnSecondSignal(ctx, hurry)
 	defer stopHurry()
-	return serve(ctx, cfg, service.Options{Role: service.Role(role), Logger: log, Hurry: hurry,
-		Failpoint: os.Getenv(config.EnvFailpoint)})
+	return serve(ctx, cfg, service.Options{Role: service.Role(role), Logger: log, Hurry: hurry, Failpoint: failpoint})
 }
 
 // serve runs the process opts describes on cfg until ctx ends and returns

@@ -35,15 +35,10 @@ import (
 	"github.com/outprint/outprint/internal/limits"
 )
 
-// OUTPRINT_* variables that are not settings. Load accepts and ignores
-// them; every other unknown OUTPRINT_* variable is an error.
-const (
-	// EnvConfig names the configuration file when --config is not given.
-	EnvConfig = "OUTPRINT_CONFIG"
-	// EnvFailpoint arms a crash-test failpoint of the jobs package; cmd
-	// reads it, tests set it.
-	EnvFailpoint = "OUTPRINT_FAILPOINT"
-)
+// EnvConfig names the configuration file when --config is not given. It
+// is the one OUTPRINT_* variable that is not a setting: Load accepts and
+// ignores it; every other unknown OUTPRINT_* variable is an error.
+const EnvConfig = "OUTPRINT_CONFIG"
 
 // Config is the effective service configuration. Default returns the
 // embedded defaults; Load applies a file and the environment over them.
@@ -341,7 +336,7 @@ func (c *Config) applyEnv(env []string) []error {
 	var errs []error
 	for _, kv := range env {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, "OUTPRINT_") || name == EnvConfig || name == EnvFailpoint {
+		if !ok || !strings.HasPrefix(name, "OUTPRINT_") || name == EnvConfig {
 			continue
 		}
 		s := findEnv(name)

@@ -37,7 +37,7 @@ const jobStartTimeout = 30 * time.Second
 // so jobs and synchronous renders share one budget (SPEC §7). The caller
 // Starts it, Stops it (drain) and then closes the runtime.
 func openJobs(ctx context.Context, cfg *config.Config, role Role, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
-	adm *admission.Controller, m *metrics.Metrics, wh jobs.WebhookConfig, failpoint string, log *slog.Logger) (*jobRuntime, error) {
+	adm *admission.Controller, m *metrics.Metrics, wh jobs.WebhookConfig, failpoint func(string), log *slog.Logger) (*jobRuntime, error) {
 	ctx, cancel := context.WithTimeout(ctx, jobStartTimeout)
 	defer cancel()
 	db, err := jobs.Open(ctx, cfg.Database)

@@ -87,8 +87,9 @@ type Options struct {
 	Hurry <-chan struct{}
 	// WrapRenderer wraps the render stage (tests hold renders at a gate).
 	WrapRenderer func(httpapi.Renderer) httpapi.Renderer
-	// Failpoint is passed to the job service (jobs.Config.Failpoint).
-	Failpoint string
+	// Failpoint is the job service's crash-test hook
+	// (jobs.Config.Failpoint); nil in the shipped binary.
+	Failpoint func(point string)
 }
 
 // SettingError is a failure the operator fixes in the configuration: the
