@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/outprint/outprint/internal/limits"
 )
 
 // Exit codes of the command line.
@@ -31,6 +33,17 @@ const (
 	exitUsage    = 2
 	exitInternal = 3
 )
+
+// exitCodeOf is the exit code of a render or form refused by a bound or a
+// check: the document's (or the form's) to fix, whatever its kind; a kind
+// the command does not know (none of a one-shot render's) is internal.
+func exitCodeOf(le *limits.Error) int {
+	switch le.Kind {
+	case limits.KindDocument, limits.KindRequest, limits.KindTooLarge, limits.KindTimeout:
+		return exitDocument
+	}
+	return exitInternal
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -503,15 +503,16 @@ const (
 	UserLimitMessage = "too many renders, retry later: you already have as many renders queued or running as one user may have"
 )
 
-// LimitsError returns the client answer: status 429 and the one-problem
-// error list of SPEC §4 with source service. The HTTP layer adds the
-// Retry-After header from RetryAfterSeconds.
+// LimitsError returns the client answer: a KindBusy error (the HTTP
+// layer answers 429) with the one-problem error list of SPEC §4, source
+// service. The HTTP layer adds the Retry-After header from
+// RetryAfterSeconds.
 func (r *Refusal) LimitsError() *limits.Error {
 	msg := BusyMessage
 	if r.Code == limits.CodeUserLimit {
 		msg = UserLimitMessage
 	}
-	return &limits.Error{Status: 429, Problems: []limits.Problem{{
+	return &limits.Error{Kind: limits.KindBusy, Problems: []limits.Problem{{
 		Source: limits.SourceService, Code: r.Code, Message: msg,
 	}}}
 }

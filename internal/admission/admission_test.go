@@ -593,8 +593,8 @@ func TestRefusalLimitsError(t *testing.T) {
 	} {
 		r := &Refusal{Code: tc.code, RetryAfter: 3 * time.Second}
 		le := r.LimitsError()
-		if le.Status != 429 {
-			t.Errorf("LimitsError(%s).Status = %d, want 429", tc.code, le.Status)
+		if le.Kind != limits.KindBusy {
+			t.Errorf("LimitsError(%s).Kind = %q, want %q", tc.code, le.Kind, limits.KindBusy)
 		}
 		if le.Code() != tc.code {
 			t.Errorf("LimitsError(%s).Code() = %q, want %q", tc.code, le.Code(), tc.code)

@@ -337,7 +337,7 @@ func TestIdempotency(t *testing.T) {
 			for _, bad := range []string{"has space", string(make([]byte, 256)), "tab\t", "é"} {
 				_, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte("x"), IdempotencyKey: bad})
 				var le *limits.Error
-				if !errors.As(err, &le) || le.Status != 422 || le.Problems[0].Field != "Idempotency-Key" {
+				if !errors.As(err, &le) || le.Kind != limits.KindDocument || le.Problems[0].Field != "Idempotency-Key" {
 					t.Errorf("Submit(key %q) = %v, want a 422 limits.Error on Idempotency-Key", bad, err)
 				}
 			}
