@@ -32,6 +32,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 )
 
@@ -206,14 +208,6 @@ type Jobs struct {
 	LeaseTimeout time.Duration
 }
 
-// Defaults of the job quotas; package jobs has the same
-// (jobs.DefaultMaxQueuedPerTenant, jobs.DefaultMaxStoredBytesPerTenant),
-// config imports nothing but limits.
-const (
-	DefaultMaxQueuedPerTenant      = 1000
-	DefaultMaxStoredBytesPerTenant = 2 << 30
-)
-
 // Render holds the render limits an operator may set (SPEC §3).
 type Render struct {
 	// Timeout bounds one render (default 60s, positive; OUTPRINT_TIMEOUT).
@@ -257,10 +251,13 @@ func Default() *Config {
 	c := &Config{
 		Listen:  "127.0.0.1:8080",
 		DataDir: "./outprint-data",
+		// The packages' own defaults, so that each lives in one place.
 		Admission: Admission{
-			Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: 60 * time.Second,
+			Slots: admission.DefaultSlots, QueueDepth: admission.DefaultQueueDepth,
+			PerUser: admission.DefaultPerUser, MaxWait: admission.DefaultMaxWait,
 		},
-		Jobs:     Jobs{TTL: time.Hour, LeaseTimeout: 15 * time.Second, MaxQueuedPerTenant: DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: DefaultMaxStoredBytesPerTenant},
+		Jobs: Jobs{TTL: jobs.DefaultTTL, LeaseTimeout: jobs.DefaultLeaseTimeout,
+			MaxQueuedPerTenant: jobs.DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: jobs.DefaultMaxStoredBytesPerTenant},
 		Render:   Render{Timeout: limits.DefaultRenderTimeout, MaxPages: limits.DefaultMaxPages, MaxPDFBytes: limits.MaxPDFBytes},
 		Pool:     Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
 		Shutdown: Shutdown{Grace: 30 * time.Second},

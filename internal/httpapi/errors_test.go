@@ -43,3 +43,11 @@ func TestErrorKindStatus(t *testing.T) {
 		t.Errorf("kindOfStatus(418) = %s, true, want no kind", k)
 	}
 }
+
+// TestNewRefusesMissingParts: a server without its pipeline or admission
+// is a wiring error New returns, not a panic.
+func TestNewRefusesMissingParts(t *testing.T) {
+	if s, err := New(Config{}); err == nil || s != nil {
+		t.Errorf("New(Config{}) = %v, %v, want an error", s, err)
+	}
+}

@@ -66,8 +66,8 @@ var errJobTimeout = errors.New("job timeout")
 // insert-only Service: it accepts and answers for jobs and runs retention,
 // but renders nothing (the `gateway` role).
 func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	s := &Service{db: db, store: st, renderer: r, cfg: cfg}
@@ -111,10 +111,11 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 			&river.PeriodicJobOpts{ID: "outprint_lease"},
 		)},
 	}
-	s.q, err = newBackend(db, rc)
+	q, err := newBackend(db, rc)
 	if err != nil {
 		return nil, err
 	}
+	s.q = q
 	return s, nil
 }
 

@@ -883,12 +883,16 @@ func TestAssetKey(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	_, err := Config{JobTimeout: time.Minute, RescueAfter: time.Minute}.withDefaults()
+	err := Config{JobTimeout: time.Minute, RescueAfter: time.Minute}.WithDefaults().validate()
 	if err == nil {
-		t.Error("withDefaults(RescueAfter = JobTimeout) = nil, want an error")
+		t.Error("validate(RescueAfter = JobTimeout) = nil, want an error")
 	}
-	c, err := Config{}.withDefaults()
-	if err != nil || c.TTL != time.Hour || c.RowRetention != 7*24*time.Hour || c.MaxWorkers != 1 {
-		t.Errorf("withDefaults() = %+v, %v; want SPEC defaults", c, err)
+	c := Config{}.WithDefaults()
+	if err := c.validate(); err != nil || c.TTL != DefaultTTL || c.RowRetention != 7*24*time.Hour || c.MaxWorkers != 1 ||
+		c.LeaseTimeout != DefaultLeaseTimeout || c.MaxQueuedPerTenant != DefaultMaxQueuedPerTenant || c.Webhooks.MaxWorkers != 8 {
+		t.Errorf("Config{}.WithDefaults() = %+v, validate = %v; want SPEC defaults", c, err)
+	}
+	if _, err := New(nil, nil, nil, Config{MaxWorkers: -1}); err == nil {
+		t.Error("New(MaxWorkers -1) = nil error, want one")
 	}
 }

@@ -237,8 +237,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *Main, err er
 		}
 		admCfg.Slots, admCfg.QueueDepth, admCfg.PerUser = capacity, 0, capacity
 	}
-	m.adm = admission.New(admCfg)
-	adm := m.adm
+	adm, err := admission.New(admCfg)
+	if err != nil {
+		return nil, &SettingError{Setting: "admission", Err: err}
+	}
+	m.adm = adm
 	mt.SetAdmissionSource(func() metrics.AdmissionStats {
 		st := adm.Stats()
 		return metrics.AdmissionStats{Slots: st.Slots, QueueDepth: st.QueueDepth, Running: st.Running, Queued: st.Queued}
@@ -417,7 +420,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	apiCfg := m.apiCfg
 	apiCfg.Console = httpapi.Console{Handler: console, Admins: m.cfg, Anonymous: m.cfg.Admin.AllowAnonymous}
-	api := httpapi.New(apiCfg)
+	api, err := httpapi.New(apiCfg)
+	if err != nil {
+		m.jr.drain(ctx, m.adm, log)
+		return fmt.Errorf("HTTP API: %w", err)
+	}
 
 	// Request contexts derive from base. When the grace period runs out,
 	// base is cancelled with admission.ErrClosed as its cause: running
