@@ -87,14 +87,8 @@ func TestMigrateCommand(t *testing.T) {
 	})
 }
 
-// storedJob reads a job from the database directly, as the next process
-// would find it.
-func storedJob(t *testing.T, dbURL, dataDir, id string) jobs.Job {
-	t.Helper()
-	return storedTenantJob(t, dbURL, dataDir, id, "local")
-}
-
-// storedTenantJob is storedJob for a job of tenant.
+// storedTenantJob reads a job of tenant from the database directly, as
+// the next process would find it.
 func storedTenantJob(t *testing.T, dbURL, dataDir, id, tenant string) jobs.Job {
 	t.Helper()
 	ctx := context.Background()
