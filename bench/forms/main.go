@@ -348,7 +348,10 @@ func runJobs(n, conc int, formPath, valuesPath string) error {
 	if err != nil {
 		return err
 	}
-	adm := admission.New(admission.Config{Slots: conc, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
+	adm, err := admission.New(admission.Config{Slots: conc, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
+	if err != nil {
+		return err
+	}
 	svc, err := jobs.New(db, st, httpapi.NewFormJobRenderer(nil, filler), jobs.Config{
 		MaxWorkers: conc, Budget: worker.NewBudget(adm),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -292,9 +292,14 @@ func newEnv(ctx context.Context, o options, kind string, pl *render.Pipeline, ad
 	if adm == nil {
 		// Acceptance counts its caller (one anonymous user here) while it
 		// reads, checks and stores: every client may be in it at once.
-		adm = admission.New(admission.Config{Slots: 1, QueueDepth: 4, PerUser: o.clients + o.render})
+		if adm, err = admission.New(admission.Config{Slots: 1, QueueDepth: 4, PerUser: o.clients + o.render}); err != nil {
+			return nil, err
+		}
 	}
-	api := httpapi.New(httpapi.Config{Pipeline: pl, Admission: adm, Anonymous: true, Jobs: e.svc, Logger: quiet})
+	api, err := httpapi.New(httpapi.Config{Pipeline: pl, Admission: adm, Anonymous: true, Jobs: e.svc, Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -496,7 +501,10 @@ func renderBurst(o options, kind string) (splitResult, error) {
 	if _, err := pl.Do(ctx, render.Request{Name: "warm.md", Markdown: []byte(fmt.Sprintf(memo, 0))}, nil); err != nil {
 		return splitResult{}, fmt.Errorf("warm-up render: %w", err)
 	}
-	adm := admission.New(admission.Config{Slots: o.slots, QueueDepth: 4, PerUser: o.clients + o.render, MaxWait: time.Minute})
+	adm, err := admission.New(admission.Config{Slots: o.slots, QueueDepth: 4, PerUser: o.clients + o.render, MaxWait: time.Minute})
+	if err != nil {
+		return splitResult{}, err
+	}
 	e, err := newEnv(ctx, o, kind, pl, adm)
 	if err != nil {
 		return splitResult{}, err

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/outprint/outprint/internal/config"
+	"github.com/outprint/outprint/internal/service"
 )
 
 // configCmd is `outprint config check [FILE]`: it loads the configuration
@@ -50,7 +51,7 @@ func configCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "outprint config check: %v\n", err)
 		return exitUsage
 	}
-	if _, err := webhookPolicy(cfg); err != nil {
+	if _, err := service.WebhookPolicy(cfg); err != nil {
 		printConfigErrors(stderr, "outprint config check", path, err)
 		return exitUsage
 	}

@@ -66,10 +66,7 @@ func formsReport(err error, name string, asJSON bool, stdout, stderr io.Writer) 
 			fmt.Fprintf(stderr, "%s: %s (%s)\n", where, p.Message, p.Code)
 		}
 	}
-	if le.Status >= 500 && le.Code() != limits.CodeTimeout {
-		return exitInternal
-	}
-	return exitDocument
+	return exitCodeOf(le)
 }
 
 // fieldsCmd is `outprint fields FORM.pdf [--json]`.

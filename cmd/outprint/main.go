@@ -1,5 +1,7 @@
 // Command outprint turns Markdown into print-quality PDFs through XeLaTeX.
-// This file only wires things together; the logic lives in internal/.
+// It only wires things together: it parses flags, loads the configuration
+// and maps results to exit codes; the processes are assembled by
+// internal/service and the logic lives in the other internal/ packages.
 //
 //	outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
 //	outprint fields FORM.pdf [--json]
@@ -20,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/outprint/outprint/internal/limits"
 )
 
 // Exit codes of the command line.
@@ -29,6 +33,17 @@ const (
 	exitUsage    = 2
 	exitInternal = 3
 )
+
+// exitCodeOf is the exit code of a render or form refused by a bound or a
+// check: the document's (or the form's) to fix, whatever its kind; a kind
+// the command does not know (none of a one-shot render's) is internal.
+func exitCodeOf(le *limits.Error) int {
+	switch le.Kind {
+	case limits.KindDocument, limits.KindRequest, limits.KindTooLarge, limits.KindTimeout:
+		return exitDocument
+	}
+	return exitInternal
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,10 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fieldsCmd(ctx, args[1:], stdout, stderr)
 	case "fill":
 		return fillCmd(ctx, args[1:], stdout, stderr)
-	case "serve":
-		return serveCmd(ctx, args[1:], stdout, stderr)
-	case roleGateway, roleWorker:
-		return roleCmd(ctx, args[0], args[1:], stdout, stderr)
+	case roleServe, roleGateway, roleWorker:
+		return roleCmd(ctx, args[0], args[1:], stdout, stderr, nil)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "config":

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
@@ -18,7 +22,16 @@ import (
 // a user would, with its real exit codes and output.
 var binary string
 
+// failpointEnv makes TestMain run the test binary as `outprint ROLE ...`
+// (os.Args[1:]) whose job service kills the process with SIGKILL at the
+// failpoint it names (jobs.Fail*). The shipped binary has no such switch:
+// crash tests arm failpoints in Go, through service.Options.Failpoint.
+const failpointEnv = "CMDTEST_FAILPOINT"
+
 func TestMain(m *testing.M) {
+	if point := os.Getenv(failpointEnv); point != "" {
+		os.Exit(failpointMain(point))
+	}
 	dir, err := os.MkdirTemp("", "outprint-cli-")
 	if err != nil {
 		panic(err)
@@ -31,6 +44,33 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// failpointMain is the command's main for a process of a role armed with
+// a failpoint.
+func failpointMain(point string) int {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "failpoint mode: want a role and its arguments")
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := roleCmd(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr, killAt(point))
+	fmt.Fprintf(os.Stderr, "failpoint mode: %s was never reached\n", point)
+	return code
+}
+
+// killAt returns a failpoint hook that kills this process with SIGKILL at
+// point.
+func killAt(point string) func(string) {
+	return func(name string) {
+		if name != point {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "failpoint %s reached: killing the process\n", name)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Hour) // SIGKILL to oneself is delivered before this returns
+	}
 }
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {

@@ -61,10 +61,7 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		} else {
 			printProblems(stderr, name, le.Problems)
 		}
-		if le.Status >= 500 && le.Code() != limits.CodeTimeout {
-			return exitInternal
-		}
-		return exitDocument
+		return exitCodeOf(le)
 	}
 
 	md, err := readBounded(name, limits.MaxMarkdownBytes)

@@ -36,7 +36,7 @@ type webPage struct {
 	console chan string
 }
 
-func openPage(t *testing.T, s *service) *webPage {
+func openPage(t *testing.T, s *served) *webPage {
 	t.Helper()
 	ctx := testenv.Browser(t)
 	p := &webPage{t: t, ctx: ctx, url: s.url, axe: testenv.AxeScript(t, moduleRoot), console: make(chan string, 100)}
@@ -133,7 +133,7 @@ func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 func TestWebPrint(t *testing.T) {
 	testenv.Require(t, "pdfinfo")
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)), nil)
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)))
 	s.waitReady()
 	p := openPage(t, s)
 	p.do("open the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#print-form")))
@@ -215,7 +215,7 @@ func TestWebPrint(t *testing.T) {
 // cancelled from the page and shows cancelled within 2 s.
 func TestWebErrorsAndCancel(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)), nil)
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)))
 	s.waitReady()
 	p := openPage(t, s)
 	p.do("open the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#print-form")))
@@ -258,7 +258,7 @@ func TestWebAsksForKey(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)+
 		fmt.Sprintf(serveKeys, config.KeyDigest("ann-key"), config.KeyDigest("bob-key")))
-	s := startService(t, cfg, nil)
+	s := startService(t, cfg)
 	s.waitReady()
 	p := openPage(t, s)
 	p.do("open the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#key")))
@@ -290,7 +290,7 @@ func TestWebAsksForKey(t *testing.T) {
 func TestWebForm(t *testing.T) {
 	testenv.Require(t, "pdftotext", "qpdf")
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)), nil)
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)))
 	s.waitReady()
 	p := openPage(t, s)
 	form, err := filepath.Abs(filepath.Join(moduleRoot, "examples", "onboarding-form.pdf"))

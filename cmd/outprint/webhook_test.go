@@ -49,7 +49,20 @@ var listeningRE = regexp.MustCompile(`"msg":"listening",.*?"addr":"([^"]+)"`)
 // extra environment, and waits until /readyz answers 200.
 func startServeProcess(t *testing.T, configFile string, env ...string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{cmd: exec.Command(binary, "serve", "--config", configFile), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	return startServeCmd(t, exec.Command(binary, "serve", "--config", configFile), env...)
+}
+
+// startFailingServe starts `serve` from this test binary (TestMain's
+// failpoint mode) with a hook that kills it with SIGKILL at point.
+func startFailingServe(t *testing.T, configFile, point string) *serveProcess {
+	t.Helper()
+	return startServeCmd(t, exec.Command(os.Args[0], "serve", "--config", configFile), failpointEnv+"="+point)
+}
+
+// startServeCmd starts cmd, a serve process, and waits until it is ready.
+func startServeCmd(t *testing.T, cmd *exec.Cmd, env ...string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	p.cmd.Env = append(os.Environ(), env...)
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -222,7 +235,7 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 // right after the job succeeded. It returns the job id.
 func settleAndKill(t *testing.T, conf, receiver string) string {
 	t.Helper()
-	p := startServeProcess(t, conf, config.EnvFailpoint+"="+jobs.FailAfterSettle)
+	p := startFailingServe(t, conf, jobs.FailAfterSettle)
 	b, _ := json.Marshal(map[string]string{"markdown": "# Settled, then killed\n\nThe next process delivers.\n", "callbackUrl": receiver + "/hook"})
 	req, _ := http.NewRequest(http.MethodPost, p.url+"/v1/jobs", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")

@@ -65,21 +65,33 @@ var (
 	ErrTicketUsed = errors.New("admission: ticket used out of order")
 )
 
+// Defaults of the admission bounds (SPEC §4). They are the embedded
+// configuration's values too (config.Default uses them). QueueDepth and
+// MaxWait have a meaning at zero, so WithDefaults fills only Slots,
+// PerUser and RenderLimit; the configuration sets the other two.
+const (
+	DefaultSlots      = 1
+	DefaultQueueDepth = 4
+	DefaultPerUser    = 1
+	DefaultMaxWait    = 60 * time.Second
+)
+
 // Config holds the admission bounds. The config package validates the
-// operator's values; New panics on values no valid configuration produces.
+// operator's values; New refuses values no valid configuration produces.
 type Config struct {
-	// Slots is how many renders may run at once (≥ 1, default 1).
+	// Slots is how many renders may run at once (≥ 1; 0 means
+	// DefaultSlots).
 	Slots int
-	// QueueDepth is how many requests may wait for a slot (≥ 0, default
-	// 4). With 0 nothing waits: a request that finds every slot taken is
-	// refused at once.
+	// QueueDepth is how many requests may wait for a slot (≥ 0;
+	// DefaultQueueDepth in the configuration). With 0 nothing waits: a
+	// request that finds every slot taken is refused at once.
 	QueueDepth int
 	// PerUser is how many renders one user may have, queued and running
-	// together (≥ 1, default 1).
+	// together (≥ 1; 0 means DefaultPerUser).
 	PerUser int
-	// MaxWait bounds the time a request waits in the queue (default 60 s).
-	// Zero or negative means the wait is bounded only by the request's
-	// context.
+	// MaxWait bounds the time a request waits in the queue
+	// (DefaultMaxWait in the configuration). Zero or negative means the
+	// wait is bounded only by the request's context.
 	MaxWait time.Duration
 	// RenderLimit is the render time limit; it caps Retry-After. Zero
 	// means limits.DefaultRenderTimeout.
@@ -122,22 +134,48 @@ const (
 	numReasons
 )
 
-// New returns a controller for cfg. It panics when Slots or PerUser is
-// below 1 or QueueDepth is negative: the config package never produces
-// such values, so they are a programming error.
-func New(cfg Config) *Controller {
-	if cfg.Slots < 1 || cfg.PerUser < 1 || cfg.QueueDepth < 0 {
-		panic(fmt.Sprintf("admission.New: invalid config %+v", cfg))
+// WithDefaults returns c with its zero values that mean "the default"
+// filled in: Slots, PerUser and RenderLimit.
+func (c Config) WithDefaults() Config {
+	if c.Slots == 0 {
+		c.Slots = DefaultSlots
 	}
-	if cfg.RenderLimit <= 0 {
-		cfg.RenderLimit = limits.DefaultRenderTimeout
+	if c.PerUser == 0 {
+		c.PerUser = DefaultPerUser
+	}
+	if c.RenderLimit <= 0 {
+		c.RenderLimit = limits.DefaultRenderTimeout
+	}
+	return c
+}
+
+// validate refuses bounds no valid configuration produces.
+func (c Config) validate() error {
+	switch {
+	case c.Slots < 1:
+		return fmt.Errorf("admission: Slots %d: want at least 1", c.Slots)
+	case c.PerUser < 1:
+		return fmt.Errorf("admission: PerUser %d: want at least 1", c.PerUser)
+	case c.QueueDepth < 0:
+		return fmt.Errorf("admission: QueueDepth %d: want 0 or more", c.QueueDepth)
+	}
+	return nil
+}
+
+// New returns a controller for cfg with its defaults filled in, or an
+// error when Slots or PerUser is below 1 or QueueDepth is negative (the
+// config package never produces such values).
+func New(cfg Config) (*Controller, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	return &Controller{
 		cfg:      cfg,
 		users:    make(map[string]int),
 		drained:  make(chan struct{}),
 		estimate: InitialEstimate,
-	}
+	}, nil
 }
 
 // Config returns the bounds the controller was made with (RenderLimit
@@ -503,15 +541,16 @@ const (
 	UserLimitMessage = "too many renders, retry later: you already have as many renders queued or running as one user may have"
 )
 
-// LimitsError returns the client answer: status 429 and the one-problem
-// error list of SPEC §4 with source service. The HTTP layer adds the
-// Retry-After header from RetryAfterSeconds.
+// LimitsError returns the client answer: a KindBusy error (the HTTP
+// layer answers 429) with the one-problem error list of SPEC §4, source
+// service. The HTTP layer adds the Retry-After header from
+// RetryAfterSeconds.
 func (r *Refusal) LimitsError() *limits.Error {
 	msg := BusyMessage
 	if r.Code == limits.CodeUserLimit {
 		msg = UserLimitMessage
 	}
-	return &limits.Error{Status: 429, Problems: []limits.Problem{{
+	return &limits.Error{Kind: limits.KindBusy, Problems: []limits.Problem{{
 		Source: limits.SourceService, Code: r.Code, Message: msg,
 	}}}
 }

@@ -98,7 +98,7 @@ func assertZero(t *testing.T, c *Controller) {
 // The acceptance scenario of the issue: slots=1, queueDepth=1, perUser=1
 // and four users at once give two renders and two immediate busy refusals.
 func TestFourUsersAtOnce(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
 	release := make(chan struct{})
 	type result struct {
 		user string
@@ -174,7 +174,7 @@ func TestFourUsersAtOnce(t *testing.T) {
 // One user twice: the first passes, the second is refused user_limit
 // before it could fetch anything.
 func TestOneUserTwice(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
 	first := mustHold(t, c, "alice")
 	_, err := c.Enter("alice")
 	if code := refusalCode(err); code != limits.CodeUserLimit {
@@ -194,7 +194,7 @@ func TestOneUserTwice(t *testing.T) {
 
 // The user count covers queued and running renders together.
 func TestPerUserCountsQueuedAndRunning(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 4, PerUser: 2, MaxWait: time.Minute})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 4, PerUser: 2, MaxWait: time.Minute})
 	a1 := mustHold(t, c, "alice")
 	a2 := mustEnter(t, c, "alice")
 	done := make(chan error, 1)
@@ -214,7 +214,7 @@ func TestPerUserCountsQueuedAndRunning(t *testing.T) {
 // Waiters are served strictly in order of arrival.
 func TestFIFOOrder(t *testing.T) {
 	const n = 8
-	c := New(Config{Slots: 1, QueueDepth: n, PerUser: 1, MaxWait: time.Minute})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: n, PerUser: 1, MaxWait: time.Minute})
 	holder := mustHold(t, c, "holder")
 	var mu sync.Mutex
 	var order []int
@@ -252,7 +252,7 @@ func TestFIFOOrder(t *testing.T) {
 // very moment it is freed.
 func TestNewcomerNeverOvertakes(t *testing.T) {
 	for round := range 200 {
-		c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
+		c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
 		holder := mustHold(t, c, "holder")
 		var seq atomic.Int32
 		var aPos, bPos int32
@@ -297,7 +297,7 @@ func TestNewcomerNeverOvertakes(t *testing.T) {
 // A waiter whose maxWait runs out leaves the queue with a busy refusal.
 func TestMaxWait(t *testing.T) {
 	const maxWait = 50 * time.Millisecond
-	c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: maxWait})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: maxWait})
 	holder := mustHold(t, c, "holder")
 	w := mustEnter(t, c, "waiter")
 	err := w.Acquire(context.Background())
@@ -323,7 +323,7 @@ func TestMaxWait(t *testing.T) {
 // A queued client that disconnects frees its place: the next request gets
 // into the queue, and then the slot.
 func TestCancelFreesPlace(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1, MaxWait: time.Minute})
 	holder := mustHold(t, c, "holder")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -361,7 +361,7 @@ func TestCancelFreesPlace(t *testing.T) {
 
 // A context that is already cancelled takes nothing.
 func TestAcquireCancelledContext(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	tk := mustEnter(t, c, "a")
@@ -378,7 +378,7 @@ func TestAcquireCancelledContext(t *testing.T) {
 // queueDepth 0: nothing waits, a request finding every slot taken is
 // refused at once.
 func TestQueueDepthZero(t *testing.T) {
-	c := New(Config{Slots: 2, QueueDepth: 0, PerUser: 1, MaxWait: time.Hour})
+	c := mustNew(t, Config{Slots: 2, QueueDepth: 0, PerUser: 1, MaxWait: time.Hour})
 	h1 := mustHold(t, c, "a")
 	h2 := mustHold(t, c, "b")
 	tk := mustEnter(t, c, "c")
@@ -400,7 +400,7 @@ func TestQueueDepthZero(t *testing.T) {
 // Close releases queued waiters with ErrClosed, refuses new work, lets the
 // running render finish and reports when everything was given back.
 func TestClose(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 3, PerUser: 1, MaxWait: time.Hour})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 3, PerUser: 1, MaxWait: time.Hour})
 	holder := mustHold(t, c, "holder")
 	errs := make(chan error, 2)
 	var waiters []*Ticket
@@ -447,7 +447,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestDrainedWithNothingRunning(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1})
 	c.Close()
 	select {
 	case <-c.Drained():
@@ -459,7 +459,7 @@ func TestDrainedWithNothingRunning(t *testing.T) {
 // Done is idempotent, accepts a nil ticket, and when called from another
 // goroutine while Acquire waits it takes the waiter out of the queue.
 func TestDone(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 2, PerUser: 1, MaxWait: time.Hour})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 2, PerUser: 1, MaxWait: time.Hour})
 	var nilTicket *Ticket
 	nilTicket.Done(time.Second) // must not panic
 
@@ -490,29 +490,35 @@ func TestDone(t *testing.T) {
 }
 
 func TestEnterNoUser(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 1, PerUser: 1})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 1, PerUser: 1})
 	if _, err := c.Enter(""); !errors.Is(err, ErrNoUser) {
 		t.Errorf(`Enter("") = %v, want ErrNoUser`, err)
 	}
 }
 
-func TestNewPanicsOnInvalidConfig(t *testing.T) {
-	for _, cfg := range []Config{
-		{Slots: 0, QueueDepth: 1, PerUser: 1},
-		{Slots: 1, QueueDepth: -1, PerUser: 1},
-		{Slots: 1, QueueDepth: 1, PerUser: 0},
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("New(%+v) did not panic", cfg)
-				}
-			}()
-			New(cfg)
-		}()
+// mustNew is New for a configuration the test knows to be valid.
+func mustNew(t testing.TB, cfg Config) *Controller {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New(%+v) = %v", cfg, err)
 	}
-	if got := New(Config{Slots: 1, PerUser: 1}).Config().RenderLimit; got != limits.DefaultRenderTimeout {
-		t.Errorf("RenderLimit default = %s, want %s", got, limits.DefaultRenderTimeout)
+	return c
+}
+
+func TestNewRefusesInvalidConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Slots: -1, QueueDepth: 1, PerUser: 1},
+		{Slots: 1, QueueDepth: -1, PerUser: 1},
+		{Slots: 1, QueueDepth: 1, PerUser: -2},
+	} {
+		if c, err := New(cfg); err == nil || c != nil {
+			t.Errorf("New(%+v) = %v, %v, want an error", cfg, c, err)
+		}
+	}
+	got := mustNew(t, Config{}).Config()
+	if want := (Config{Slots: DefaultSlots, PerUser: DefaultPerUser, RenderLimit: limits.DefaultRenderTimeout}); got != want {
+		t.Errorf("mustNew(t, Config{}).Config() = %+v, want %+v", got, want)
 	}
 }
 
@@ -538,7 +544,7 @@ func TestRetryAfterRounding(t *testing.T) {
 // Retry-After follows the moving average of render durations, capped at
 // the render limit, and the refusals carry it.
 func TestRetryAfterMovingAverage(t *testing.T) {
-	c := New(Config{Slots: 1, QueueDepth: 0, PerUser: 1, RenderLimit: 30 * time.Second})
+	c := mustNew(t, Config{Slots: 1, QueueDepth: 0, PerUser: 1, RenderLimit: 30 * time.Second})
 	if got := c.RetryAfter(); got != InitialEstimate {
 		t.Errorf("RetryAfter() before any render = %s, want %s", got, InitialEstimate)
 	}
@@ -593,8 +599,8 @@ func TestRefusalLimitsError(t *testing.T) {
 	} {
 		r := &Refusal{Code: tc.code, RetryAfter: 3 * time.Second}
 		le := r.LimitsError()
-		if le.Status != 429 {
-			t.Errorf("LimitsError(%s).Status = %d, want 429", tc.code, le.Status)
+		if le.Kind != limits.KindBusy {
+			t.Errorf("LimitsError(%s).Kind = %q, want %q", tc.code, le.Kind, limits.KindBusy)
 		}
 		if le.Code() != tc.code {
 			t.Errorf("LimitsError(%s).Code() = %q, want %q", tc.code, le.Code(), tc.code)
@@ -622,7 +628,7 @@ func TestRefusalLimitsError(t *testing.T) {
 // they run, and at the end every count is back to zero.
 func TestHammer(t *testing.T) {
 	cfg := Config{Slots: 3, QueueDepth: 4, PerUser: 2, MaxWait: 5 * time.Millisecond}
-	c := New(cfg)
+	c := mustNew(t, cfg)
 	const (
 		workers    = 24
 		iterations = 150
@@ -747,7 +753,7 @@ func TestHammer(t *testing.T) {
 
 // BenchmarkAdmit measures one uncontended admission: Enter, Acquire, Done.
 func BenchmarkAdmit(b *testing.B) {
-	c := New(Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
+	c := mustNew(b, Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
 	ctx := context.Background()
 	for b.Loop() {
 		tk, err := c.Enter("u")
@@ -765,7 +771,7 @@ func BenchmarkAdmit(b *testing.B) {
 // from many goroutines at once: the cost a refused client pays before its
 // 429.
 func BenchmarkRefusal(b *testing.B) {
-	c := New(Config{Slots: 1, QueueDepth: 0, PerUser: 1 << 30, MaxWait: time.Minute})
+	c := mustNew(b, Config{Slots: 1, QueueDepth: 0, PerUser: 1 << 30, MaxWait: time.Minute})
 	holder, _ := c.Enter("holder")
 	if err := holder.Acquire(context.Background()); err != nil {
 		b.Fatal(err)

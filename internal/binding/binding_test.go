@@ -80,8 +80,8 @@ func TestParseInvalid(t *testing.T) {
 			if !errors.As(err, &le) {
 				t.Fatalf("Parse(%q, %q) error = %v, want *limits.Error", tt.src, tt.meta, err)
 			}
-			if le.Status != 422 {
-				t.Errorf("status = %d, want 422", le.Status)
+			if le.Kind != limits.KindDocument {
+				t.Errorf("kind = %q, want %q", le.Kind, limits.KindDocument)
 			}
 			var got []want
 			for _, p := range le.Problems {

@@ -33,21 +33,21 @@ func TestCheck(t *testing.T) {
 		imgs.WriteString("![](https://example.com/" + strings.Repeat("x", i+1) + ".png)\n\n")
 	}
 	tests := []struct {
-		name   string
-		docs   []Doc
-		status int
+		name string
+		docs []Doc
+		kind limits.Kind
 	}{
-		{"fine", []Doc{{Title: "A", Text: "text $x$"}}, 0},
-		{"too large", []Doc{{Title: "A", Text: strings.Repeat("x", limits.MaxMarkdownBytes+1)}}, 413},
-		{"bad formula", []Doc{{Title: "A", Text: "ok"}, {Title: "B", Text: "$\\input{x}$"}}, 422},
-		{"too many images", []Doc{{Title: "A", Text: imgs.String()}}, 422},
+		{"fine", []Doc{{Title: "A", Text: "text $x$"}}, ""},
+		{"too large", []Doc{{Title: "A", Text: strings.Repeat("x", limits.MaxMarkdownBytes+1)}}, limits.KindTooLarge},
+		{"bad formula", []Doc{{Title: "A", Text: "ok"}, {Title: "B", Text: "$\\input{x}$"}}, limits.KindDocument},
+		{"too many images", []Doc{{Title: "A", Text: imgs.String()}}, limits.KindDocument},
 	}
 	for _, tt := range tests {
 		err := Check(tt.docs)
 		le, _ := err.(*limits.Error)
 		switch {
-		case tt.status == 0 && err != nil, tt.status != 0 && (le == nil || le.Status != tt.status):
-			t.Errorf("%s: Check = %v, want status %d", tt.name, err, tt.status)
+		case tt.kind == "" && err != nil, tt.kind != "" && (le == nil || le.Kind != tt.kind):
+			t.Errorf("%s: Check = %v, want kind %q", tt.name, err, tt.kind)
 		}
 		if tt.name == "bad formula" && le != nil && !strings.Contains(le.Problems[0].Message, `document "B"`) {
 			t.Errorf("%s: problem %q does not name the document", tt.name, le.Problems[0].Message)

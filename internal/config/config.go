@@ -32,18 +32,15 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 )
 
-// OUTPRINT_* variables that are not settings. Load accepts and ignores
-// them; every other unknown OUTPRINT_* variable is an error.
-const (
-	// EnvConfig names the configuration file when --config is not given.
-	EnvConfig = "OUTPRINT_CONFIG"
-	// EnvFailpoint arms a crash-test failpoint of the jobs package; cmd
-	// reads it, tests set it.
-	EnvFailpoint = "OUTPRINT_FAILPOINT"
-)
+// EnvConfig names the configuration file when --config is not given. It
+// is the one OUTPRINT_* variable that is not a setting: Load accepts and
+// ignores it; every other unknown OUTPRINT_* variable is an error.
+const EnvConfig = "OUTPRINT_CONFIG"
 
 // Config is the effective service configuration. Default returns the
 // embedded defaults; Load applies a file and the environment over them.
@@ -211,14 +208,6 @@ type Jobs struct {
 	LeaseTimeout time.Duration
 }
 
-// Defaults of the job quotas; package jobs has the same
-// (jobs.DefaultMaxQueuedPerTenant, jobs.DefaultMaxStoredBytesPerTenant),
-// config imports nothing but limits.
-const (
-	DefaultMaxQueuedPerTenant      = 1000
-	DefaultMaxStoredBytesPerTenant = 2 << 30
-)
-
 // Render holds the render limits an operator may set (SPEC §3).
 type Render struct {
 	// Timeout bounds one render (default 60s, positive; OUTPRINT_TIMEOUT).
@@ -262,10 +251,13 @@ func Default() *Config {
 	c := &Config{
 		Listen:  "127.0.0.1:8080",
 		DataDir: "./outprint-data",
+		// The packages' own defaults, so that each lives in one place.
 		Admission: Admission{
-			Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: 60 * time.Second,
+			Slots: admission.DefaultSlots, QueueDepth: admission.DefaultQueueDepth,
+			PerUser: admission.DefaultPerUser, MaxWait: admission.DefaultMaxWait,
 		},
-		Jobs:     Jobs{TTL: time.Hour, LeaseTimeout: 15 * time.Second, MaxQueuedPerTenant: DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: DefaultMaxStoredBytesPerTenant},
+		Jobs: Jobs{TTL: jobs.DefaultTTL, LeaseTimeout: jobs.DefaultLeaseTimeout,
+			MaxQueuedPerTenant: jobs.DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: jobs.DefaultMaxStoredBytesPerTenant},
 		Render:   Render{Timeout: limits.DefaultRenderTimeout, MaxPages: limits.DefaultMaxPages, MaxPDFBytes: limits.MaxPDFBytes},
 		Pool:     Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
 		Shutdown: Shutdown{Grace: 30 * time.Second},
@@ -341,7 +333,7 @@ func (c *Config) applyEnv(env []string) []error {
 	var errs []error
 	for _, kv := range env {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, "OUTPRINT_") || name == EnvConfig || name == EnvFailpoint {
+		if !ok || !strings.HasPrefix(name, "OUTPRINT_") || name == EnvConfig {
 			continue
 		}
 		s := findEnv(name)

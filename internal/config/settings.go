@@ -257,10 +257,10 @@ func isGroup(key string) bool {
 	return false
 }
 
-// EnvVars returns every OUTPRINT_* variable Load accepts: EnvConfig and
-// EnvFailpoint first, then the settings in table order.
+// EnvVars returns every OUTPRINT_* variable Load accepts: EnvConfig
+// first, then the settings in table order.
 func EnvVars() []string {
-	return append([]string{EnvConfig, EnvFailpoint}, envNames()...)
+	return append([]string{EnvConfig}, envNames()...)
 }
 
 func envNames() []string {

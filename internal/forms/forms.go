@@ -124,7 +124,7 @@ func (f *Filler) read(ctx context.Context, dir string, pdf []byte, deadline time
 		return nil, invalidPDF("it is empty")
 	}
 	if int64(len(pdf)) > f.cfg.MaxPDFBytes {
-		return nil, &limits.Error{Status: 413, Problems: []limits.Problem{{
+		return nil, &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
 			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
 			Message: fmt.Sprintf("the PDF is too large: %d bytes, at most %d", len(pdf), f.cfg.MaxPDFBytes),
 		}}}
@@ -157,7 +157,7 @@ func (f *Filler) read(ctx context.Context, dir string, pdf []byte, deadline time
 		return nil, err
 	}
 	if len(fm.fields) > MaxFields {
-		return nil, &limits.Error{Status: 413, Problems: []limits.Problem{{
+		return nil, &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
 			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
 			Message: fmt.Sprintf("the form has %d fields, at most %d", len(fm.fields), MaxFields),
 		}}}
@@ -317,7 +317,7 @@ func (f *Filler) Fill(ctx context.Context, pdf, values []byte, progress func(pha
 	}
 	if perr, failed := qr.problem("the filled form", left); failed {
 		var le *limits.Error
-		if errors.As(perr, &le) && le.Status == 422 {
+		if errors.As(perr, &le) && le.Kind == limits.KindDocument {
 			// The input read fine a moment ago: a write failure is ours.
 			return nil, fmt.Errorf("forms: qpdf write failed (exit %d): %s", qr.exit, firstLine(qr.stderr))
 		}

@@ -575,13 +575,13 @@ func TestFillLiveCycle(t *testing.T) {
 	})
 }
 
-func problemsOf(t *testing.T, err error) (int, []limits.Problem) {
+func problemsOf(t *testing.T, err error) (limits.Kind, []limits.Problem) {
 	t.Helper()
 	var le *limits.Error
 	if !errors.As(err, &le) {
 		t.Fatalf("error = %v (%T), want a *limits.Error", err, err)
 	}
-	return le.Status, le.Problems
+	return le.Kind, le.Problems
 }
 
 func TestBadPDFs(t *testing.T) {
@@ -602,13 +602,13 @@ func TestBadPDFs(t *testing.T) {
 				pdf = sharedForm(t, c.name)
 			}
 			_, err := f.Fill(context.Background(), pdf, []byte(`{"a": "b"}`), nil)
-			status, ps := problemsOf(t, err)
-			if status != 422 || len(ps) != 1 || ps[0].Code != CodeInvalidPDF || ps[0].Field != "pdf" || !strings.Contains(ps[0].Message, c.want) {
-				t.Errorf("Fill(%s) = %d %+v, want 422 invalid_pdf mentioning %q", c.name, status, ps, c.want)
+			kind, ps := problemsOf(t, err)
+			if kind != limits.KindDocument || len(ps) != 1 || ps[0].Code != CodeInvalidPDF || ps[0].Field != "pdf" || !strings.Contains(ps[0].Message, c.want) {
+				t.Errorf("Fill(%s) = %s %+v, want document invalid_pdf mentioning %q", c.name, kind, ps, c.want)
 			}
 			_, err = f.Fields(context.Background(), pdf)
-			if status, ps := problemsOf(t, err); status != 422 || ps[0].Code != CodeInvalidPDF {
-				t.Errorf("Fields(%s) = %d %+v, want 422 invalid_pdf", c.name, status, ps)
+			if kind, ps := problemsOf(t, err); kind != limits.KindDocument || ps[0].Code != CodeInvalidPDF {
+				t.Errorf("Fields(%s) = %s %+v, want document invalid_pdf", c.name, kind, ps)
 			}
 		})
 	}
@@ -640,9 +640,9 @@ func TestValueProblemsAllAtOnce(t *testing.T) {
   "ListBox-DefaultValue": 7
 }`
 	_, err := f.Fill(context.Background(), orig, []byte(values), nil)
-	status, ps := problemsOf(t, err)
-	if status != 422 {
-		t.Fatalf("status = %d, want 422", status)
+	kind, ps := problemsOf(t, err)
+	if kind != limits.KindDocument {
+		t.Fatalf("kind = %q, want %q", kind, limits.KindDocument)
 	}
 	want := []struct {
 		field, code string

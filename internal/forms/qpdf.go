@@ -133,14 +133,14 @@ func (s qpdfSandbox) run(ctx context.Context, dir string, args ...string) (qpdfR
 }
 
 // problem turns a qpdf run that failed into the client's answer: a resource
-// problem (413) when it was stopped by a bound, an invalid_pdf problem
-// (422) when qpdf refused the file. what names the PDF for messages ("the
+// problem (KindTooLarge) when it was stopped by a bound, an invalid_pdf
+// problem (KindDocument) when qpdf refused the file. what names the PDF for messages ("the
 // form", "the filled form"). ok is false when the run succeeded (exit 0 or
 // warnings only).
 func (r qpdfResult) problem(what string, timeout time.Duration) (err error, failed bool) {
 	switch {
 	case r.timedOut:
-		return &limits.Error{Status: 504, Problems: []limits.Problem{{
+		return &limits.Error{Kind: limits.KindTimeout, Problems: []limits.Problem{{
 			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTimeout,
 			Message: fmt.Sprintf("reading %s took too long (limit %s)", what, timeout),
 		}}}, true

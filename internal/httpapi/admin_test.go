@@ -308,7 +308,7 @@ func TestConsole(t *testing.T) {
 			// Anonymous mode (loopback, no keys): refused unless the
 			// operator opted in; without a console the path is unknown.
 			serve := func(cfg Config) string {
-				hs := httptest.NewServer(New(cfg).Handler())
+				hs := httptest.NewServer(mustServer(t, cfg).Handler())
 				t.Cleanup(hs.Close)
 				return hs.URL
 			}

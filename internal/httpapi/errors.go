@@ -94,9 +94,9 @@ func errorAnswer(err error) (status int, problems []limits.Problem, retryAfter i
 	switch {
 	case errors.As(err, &ref):
 		le := ref.LimitsError()
-		return le.Status, le.Problems, ref.RetryAfterSeconds()
+		return kindStatus(le.Kind), le.Problems, ref.RetryAfterSeconds()
 	case errors.As(err, &le):
-		return le.Status, le.Problems, 0
+		return kindStatus(le.Kind), le.Problems, 0
 	case errors.As(err, &re):
 		status, problems = one(re.status, limits.SourceRequest, limits.CodeInvalid, re.field, re.message)
 		return status, problems, 0
@@ -132,6 +132,40 @@ func errorAnswer(err error) (status int, problems []limits.Problem, retryAfter i
 	status, problems = one(http.StatusInternalServerError, limits.SourceService, limits.CodeInternal, "",
 		"internal error; the request id in X-Request-Id identifies it in the logs")
 	return status, problems, 0
+}
+
+// kindStatus is the HTTP status of each kind of *limits.Error (SPEC §3,
+// §4): the one place where the bound that refused a render becomes a
+// status. A kind it does not know is a 500.
+func kindStatus(k limits.Kind) int {
+	switch k {
+	case limits.KindDocument:
+		return http.StatusUnprocessableEntity
+	case limits.KindRequest:
+		return http.StatusBadRequest
+	case limits.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case limits.KindTimeout:
+		return http.StatusGatewayTimeout
+	case limits.KindBusy:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
+}
+
+// errorKinds lists every kind kindStatus knows, for kindOfStatus.
+var errorKinds = []limits.Kind{limits.KindDocument, limits.KindRequest, limits.KindTooLarge, limits.KindTimeout, limits.KindBusy}
+
+// kindOfStatus is kindStatus backwards: a gateway reads a worker's error
+// list answer back into the *limits.Error the worker answered with. ok is
+// false for a status no kind has.
+func kindOfStatus(status int) (kind limits.Kind, ok bool) {
+	for _, k := range errorKinds {
+		if kindStatus(k) == status {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // clientGone reports whether the request ended because its client went

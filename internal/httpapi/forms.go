@@ -80,7 +80,7 @@ func (s *Server) readFormRequest(w http.ResponseWriter, r *http.Request, wantVal
 				return formRequest{}, partError(r, err)
 			}
 			if len(b) > limits.MaxPDFBytes {
-				return formRequest{}, &limits.Error{Status: http.StatusRequestEntityTooLarge, Problems: []limits.Problem{{
+				return formRequest{}, &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
 					Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
 					Message: fmt.Sprintf("the PDF is too large: more than %d bytes", limits.MaxPDFBytes),
 				}}}

@@ -89,7 +89,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if ac.MaxWait == 0 {
 		ac.MaxWait = time.Minute
 	}
-	adm := admission.New(ac)
+	adm := mustAdmission(t, ac)
 
 	cfg := loadConfig(t, o.keys)
 	if o.yaml != "" {
@@ -110,7 +110,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if err != nil {
 		t.Fatalf("forms.New: %v", err)
 	}
-	srv := New(Config{
+	srv := mustServer(t, Config{
 		Pipeline:  pl,
 		Renderer:  r,
 		Admission: adm,
@@ -497,4 +497,24 @@ func hugeHeaderPNG(t *testing.T, w, h uint32) []byte {
 	out := append([]byte{}, p[:8]...)
 	out = append(out, pngChunk("IHDR", ihdr)...)
 	return append(out, p[33:]...)
+}
+
+// mustServer is New for a configuration the test knows to be valid.
+func mustServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+// mustAdmission is admission.New for bounds the test knows to be valid.
+func mustAdmission(t testing.TB, cfg admission.Config) *admission.Controller {
+	t.Helper()
+	c, err := admission.New(cfg)
+	if err != nil {
+		t.Fatalf("admission.New: %v", err)
+	}
+	return c
 }

@@ -126,7 +126,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if ac.Slots == 0 {
 		ac = admission.Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute}
 	}
-	e.adm = admission.New(ac)
+	e.adm = mustAdmission(t, ac)
 
 	ctx := context.Background()
 	e.dataDB = jobsDatabase(t, o.kind)
@@ -213,7 +213,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if o.configure != nil {
 		o.configure(e, &cfg)
 	}
-	hs := httptest.NewServer(New(cfg).Handler())
+	hs := httptest.NewServer(mustServer(t, cfg).Handler())
 	t.Cleanup(hs.Close)
 	e.url = hs.URL
 	return e

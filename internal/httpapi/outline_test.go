@@ -186,9 +186,9 @@ func newOlEnv(t testing.TB, o olOptions) *olEnv {
 	if ac.Slots == 0 {
 		ac = admission.Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute}
 	}
-	e.adm = admission.New(ac)
+	e.adm = mustAdmission(t, ac)
 	e.apiKey = "key-alice"
-	srv := New(Config{
+	srv := mustServer(t, Config{
 		Pipeline:  pipeline,
 		Renderer:  e.rendered,
 		Admission: e.adm,
@@ -888,10 +888,10 @@ func onlyOutline(dials []string, s *outlinetest.Server) bool {
 // TestOutlineNotConfigured: without outline.url the routes answer 404 with
 // the error list.
 func TestOutlineNotConfigured(t *testing.T) {
-	srv := New(Config{
+	srv := mustServer(t, Config{
 		Pipeline:  render.New(render.Config{}),
 		Renderer:  olRefusingRenderer{t},
-		Admission: admission.New(admission.Config{Slots: 1, QueueDepth: 1, PerUser: 1}),
+		Admission: mustAdmission(t, admission.Config{Slots: 1, QueueDepth: 1, PerUser: 1}),
 	})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()

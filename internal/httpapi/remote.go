@@ -239,8 +239,9 @@ func (rr *RemoteRenderer) call(ctx context.Context, ep string, body []byte) (*re
 	case resp.StatusCode == http.StatusUnauthorized:
 		return nil, 0, errors.New("the worker refused the cluster secret (cluster.secret differs)")
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
-		if problems, ok := workerProblems(data); ok {
-			return nil, 0, &limits.Error{Status: resp.StatusCode, Problems: problems}
+		kind, known := kindOfStatus(resp.StatusCode)
+		if problems, ok := workerProblems(data); ok && known {
+			return nil, 0, &limits.Error{Kind: kind, Problems: problems}
 		}
 	}
 	return nil, 0, fmt.Errorf("worker answered %s", resp.Status)

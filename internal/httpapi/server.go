@@ -23,6 +23,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -182,23 +183,38 @@ type Server struct {
 	checks   chan struct{} // one token per cheap check running (guard.go)
 }
 
-// New returns a server for cfg. It panics without a Pipeline or an
-// Admission controller: that is a wiring bug, found at startup.
-func New(cfg Config) *Server {
-	if cfg.Pipeline == nil || cfg.Admission == nil {
-		panic("httpapi.New: Pipeline and Admission are required")
+// New returns a server for cfg with its defaults filled in, or an error
+// without a Pipeline or an Admission controller (a wiring bug, found at
+// startup).
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	return &Server{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, renderer: cfg.Renderer, checks: make(chan struct{}, checkSlots(runtime.GOMAXPROCS(0))),
+		streams: streamCounter{max: cfg.MaxEventStreams}}, nil
+}
+
+// validate refuses a configuration the server cannot work with.
+func (c Config) validate() error {
+	if c.Pipeline == nil || c.Admission == nil {
+		return errors.New("httpapi.New: Pipeline and Admission are required")
 	}
-	obs := cfg.Observer
-	if obs == nil {
-		obs = nopObserver{}
+	return nil
+}
+
+// WithDefaults returns c with every unset field at its default: no logs,
+// no metrics, the Pipeline as the Render stage, and the Default* bounds.
+func (c Config) WithDefaults() Config {
+	cfg := c
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := cfg.Renderer
-	if r == nil {
-		r = cfg.Pipeline
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Renderer == nil && cfg.Pipeline != nil {
+		cfg.Renderer = cfg.Pipeline
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
@@ -218,8 +234,7 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Server{cfg: cfg, log: log, obs: obs, renderer: r, checks: make(chan struct{}, checkSlots(runtime.GOMAXPROCS(0))),
-		streams: streamCounter{max: cfg.MaxEventStreams}}
+	return cfg
 }
 
 type nopObserver struct{}

@@ -19,6 +19,7 @@ import (
 
 	_ "golang.org/x/image/webp"
 
+	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
 )
 
@@ -237,7 +238,7 @@ func TestConvertBroken(t *testing.T) {
 	if got != nil {
 		t.Errorf("Convert = %v, want no images", got)
 	}
-	le := limitsError(t, err, 422)
+	le := limitsError(t, err, limits.KindDocument)
 	want := []struct {
 		line int
 		msg  string

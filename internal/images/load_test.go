@@ -50,15 +50,15 @@ func refsOf(t *testing.T, path string) []Ref {
 	return refs
 }
 
-// limitsError asserts that err is a *limits.Error with the status.
-func limitsError(t *testing.T, err error, status int) *limits.Error {
+// limitsError asserts that err is a *limits.Error of kind.
+func limitsError(t *testing.T, err error, kind limits.Kind) *limits.Error {
 	t.Helper()
 	var le *limits.Error
 	if !errors.As(err, &le) {
 		t.Fatalf("error = %v (%T), want *limits.Error", err, err)
 	}
-	if le.Status != status {
-		t.Fatalf("status = %d, want %d (%v)", le.Status, status, le)
+	if le.Kind != kind {
+		t.Fatalf("kind = %q, want %q (%v)", le.Kind, kind, le)
 	}
 	return le
 }
@@ -132,7 +132,7 @@ func TestLoadHostile(t *testing.T) {
 			if set != nil {
 				t.Errorf("Load(images.md) returned a set of %d images, want none", set.Len())
 			}
-			le := limitsError(t, err, 422)
+			le := limitsError(t, err, limits.KindDocument)
 			var want []Ref // first reference of each distinct URL
 			seen := map[string]bool{}
 			for _, r := range refs {
@@ -336,7 +336,7 @@ func TestLoadLimits(t *testing.T) {
 				}
 				return
 			}
-			le := limitsError(t, err, 422)
+			le := limitsError(t, err, limits.KindDocument)
 			if len(le.Problems) != 1 || !strings.Contains(le.Problems[0].Message, tt.want) || le.Problems[0].Line != tt.line {
 				t.Errorf("Load = %v, want one problem %q on line %d", le.Problems, tt.want, tt.line)
 			}
@@ -411,7 +411,7 @@ func TestLoadSourceErrors(t *testing.T) {
 				}
 				return
 			}
-			le = limitsError(t, err, 422)
+			le = limitsError(t, err, limits.KindDocument)
 			if len(le.Problems) != 1 || !strings.Contains(le.Problems[0].Message, tt.want) || le.Problems[0].Line != 3 {
 				t.Errorf("Load = %v, want one problem %q on line 3", le.Problems, tt.want)
 			}
@@ -440,7 +440,7 @@ func TestLoadNil(t *testing.T) {
 		t.Errorf("Load(nil) = %v, %v, want an empty set", set, err)
 	}
 	_, err = Load(context.Background(), []Ref{{"a.png", 2}, {"", 4}}, nil)
-	le := limitsError(t, err, 422)
+	le := limitsError(t, err, limits.KindDocument)
 	if len(le.Problems) != 2 || le.Problems[0].Message != "a.png: not found" ||
 		le.Problems[1].Message != "an image without URL: not found" || le.Problems[1].Field != "images" {
 		t.Errorf("Load(nil source) = %+v, want two not found problems", le.Problems)

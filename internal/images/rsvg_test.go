@@ -283,7 +283,7 @@ func TestConvertResource(t *testing.T) {
 	sb := defaultSandbox()
 	sb.timeout = time.Second
 	_, err = set.convert(context.Background(), t.TempDir(), sb, nil)
-	le := limitsError(t, err, 413)
+	le := limitsError(t, err, limits.KindTooLarge)
 	if le.Code() != limits.CodeResource || !strings.Contains(le.Problems[0].Message, "slow.svg: its conversion took longer than 1s") {
 		t.Errorf("Convert(slow.svg) = %v, want 413 resource naming slow.svg", le)
 	}

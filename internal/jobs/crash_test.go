@@ -21,15 +21,16 @@ import (
 )
 
 // The crash tests re-run this test binary as a child process (TestMain
-// sees childEnv) that runs a Service with OUTPRINT_FAILPOINT set and submits
-// one job; the Service kills the child with SIGKILL at the failpoint. A new
+// sees childEnv) that runs a Service whose Config.Failpoint hook kills the
+// child with SIGKILL at the failpoint named by failpointEnv, and submits
+// one job. A new
 // Service on the same database and store must then bring the job to exactly
 // one result or one terminal error.
 const (
 	childEnv      = "OUTPRINT_JOBS_CRASH_CHILD"
 	childDBEnv    = "OUTPRINT_JOBS_CRASH_DB"
 	childStoreEnv = "OUTPRINT_JOBS_CRASH_STORE"
-	failpointEnv  = "OUTPRINT_FAILPOINT"
+	failpointEnv  = "OUTPRINT_JOBS_CRASH_FAILPOINT"
 	childLeaseEnv = "OUTPRINT_JOBS_CRASH_LEASE"
 )
 
@@ -67,7 +68,7 @@ func crashChild() int {
 	if os.Getenv(childLeaseEnv) != "" {
 		cfg = leaseConfig()
 	}
-	cfg.Failpoint = os.Getenv(failpointEnv)
+	cfg.Failpoint = killAt(os.Getenv(failpointEnv))
 	svc, err := New(db, st, r, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -86,6 +87,19 @@ func crashChild() int {
 	time.Sleep(60 * time.Second)
 	fmt.Fprintln(os.Stderr, "child: the failpoint was never reached")
 	return 3
+}
+
+// killAt returns a Config.Failpoint hook that kills this process with
+// SIGKILL at point.
+func killAt(point string) func(string) {
+	return func(name string) {
+		if name != point {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "child: failpoint", name, "reached, killing the process")
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Hour) // SIGKILL to oneself is delivered before this returns
+	}
 }
 
 // runCrashChild runs the child until it dies and checks that it died of

@@ -329,20 +329,24 @@ type Config struct {
 	Logger *slog.Logger
 	// Webhooks tunes the delivery of callbacks (webhook.go).
 	Webhooks WebhookConfig
-	// Failpoint, for crash tests only, kills the process with SIGKILL at a
-	// named point: after-input-store, after-job-create, during-render,
-	// after-output-store, before-success, after-settle. Empty in
-	// production.
-	Failpoint string
+	// Failpoint, for crash tests only, is called with the name of each
+	// failpoint the service passes (FailAfterInputStore, ...); a test's
+	// hook kills the process with SIGKILL at the one it chose, so that the
+	// next process finds what a crash there leaves. Nil in production: no
+	// setting or environment variable arms it.
+	Failpoint func(point string)
 }
 
-func (c Config) withDefaults() (Config, error) {
+// WithDefaults returns c with every zero field at its default (the
+// Default* constants and the figures in the field comments), the
+// webhook settings included.
+func (c Config) WithDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	def(&c.TTL, time.Hour)
+	def(&c.TTL, DefaultTTL)
 	def(&c.RowRetention, 7*24*time.Hour)
 	def(&c.JobTimeout, limits.DefaultRenderTimeout+time.Minute)
 	def(&c.BudgetWait, c.JobTimeout)
@@ -371,40 +375,42 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Webhooks = c.Webhooks.WithDefaults()
+	return c
+}
+
+// validate refuses a configuration (with its defaults filled in) the
+// service cannot keep its promises with.
+func (c Config) validate() error {
 	switch {
 	case c.TTL < 0, c.RowRetention < 0, c.JobTimeout < 0, c.BudgetWait < 0, c.RetryBase < 0, c.RetryMax < 0,
 		c.SweepInterval < 0, c.CancelPoll < 0, c.ProgressInterval < 0:
-		return c, errors.New("jobs: durations must be positive")
+		return errors.New("jobs: durations must be positive")
 	case c.MaxWorkers < 0 || c.MaxWorkers > 10_000:
-		return c, fmt.Errorf("jobs: MaxWorkers %d: want 1 to 10000", c.MaxWorkers)
+		return fmt.Errorf("jobs: MaxWorkers %d: want 1 to 10000", c.MaxWorkers)
 	case c.MaxAttempts < 1:
-		return c, fmt.Errorf("jobs: MaxAttempts %d: want at least 1", c.MaxAttempts)
+		return fmt.Errorf("jobs: MaxAttempts %d: want at least 1", c.MaxAttempts)
 	case c.MaxQueuedPerTenant < 1:
-		return c, fmt.Errorf("jobs: MaxQueuedPerTenant %d: want at least 1", c.MaxQueuedPerTenant)
+		return fmt.Errorf("jobs: MaxQueuedPerTenant %d: want at least 1", c.MaxQueuedPerTenant)
 	case c.MaxStoredBytesPerTenant < 1:
-		return c, fmt.Errorf("jobs: MaxStoredBytesPerTenant %d: want at least 1", c.MaxStoredBytesPerTenant)
+		return fmt.Errorf("jobs: MaxStoredBytesPerTenant %d: want at least 1", c.MaxStoredBytesPerTenant)
 	case c.RescueAfter <= c.attemptLimit():
-		return c, fmt.Errorf("jobs: RescueAfter %s must exceed BudgetWait + JobTimeout + %s (%s)", c.RescueAfter, riverGrace, c.attemptLimit())
+		return fmt.Errorf("jobs: RescueAfter %s must exceed BudgetWait + JobTimeout + %s (%s)", c.RescueAfter, riverGrace, c.attemptLimit())
 	case c.LeaseTimeout < 3*c.ProgressInterval || c.LeaseTimeout < 3*c.CancelPoll:
-		return c, fmt.Errorf("jobs: LeaseTimeout %s must be at least three ProgressIntervals (%s) and CancelPolls (%s)", c.LeaseTimeout, c.ProgressInterval, c.CancelPoll)
+		return fmt.Errorf("jobs: LeaseTimeout %s must be at least three ProgressIntervals (%s) and CancelPolls (%s)", c.LeaseTimeout, c.ProgressInterval, c.CancelPoll)
 	case c.LeaseCheck <= 0:
-		return c, fmt.Errorf("jobs: LeaseCheck %s must be positive", c.LeaseCheck)
+		return fmt.Errorf("jobs: LeaseCheck %s must be positive", c.LeaseCheck)
 	case c.RowRetention < c.TTL:
-		return c, fmt.Errorf("jobs: RowRetention %s is shorter than TTL %s", c.RowRetention, c.TTL)
+		return fmt.Errorf("jobs: RowRetention %s is shorter than TTL %s", c.RowRetention, c.TTL)
 	case c.FetchPollInterval < c.FetchCooldown:
-		return c, fmt.Errorf("jobs: FetchPollInterval %s is shorter than FetchCooldown %s", c.FetchPollInterval, c.FetchCooldown)
+		return fmt.Errorf("jobs: FetchPollInterval %s is shorter than FetchCooldown %s", c.FetchPollInterval, c.FetchCooldown)
 	}
-	var err error
-	if c.Webhooks, err = c.Webhooks.withDefaults(); err != nil {
-		return c, err
-	}
-	switch c.Failpoint {
-	case "", FailAfterInputStore, FailAfterJobCreate, FailDuringRender, FailAfterOutputStore, FailBeforeSuccess, FailAfterSettle:
-	default:
-		return c, fmt.Errorf("jobs: unknown failpoint %q", c.Failpoint)
-	}
-	return c, nil
+	return c.Webhooks.validate()
 }
+
+// DefaultTTL is Config.TTL's default: how long a finished job's result
+// is kept.
+const DefaultTTL = time.Hour
 
 // DefaultLeaseTimeout is Config.LeaseTimeout's default: fifteen missed
 // beats, so a job whose worker died is retried within about half a minute.
@@ -419,7 +425,7 @@ const riverGrace = 5 * time.Second
 // render and a grace period for storing the result.
 func (c Config) attemptLimit() time.Duration { return c.BudgetWait + c.JobTimeout + riverGrace }
 
-// Failpoints for crash tests (Config.Failpoint, env OUTPRINT_FAILPOINT).
+// Failpoints for crash tests: the names Config.Failpoint is called with.
 const (
 	FailAfterInputStore  = "after-input-store"
 	FailAfterJobCreate   = "after-job-create"

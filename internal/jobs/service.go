@@ -9,13 +9,11 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,8 +66,8 @@ var errJobTimeout = errors.New("job timeout")
 // insert-only Service: it accepts and answers for jobs and runs retention,
 // but renders nothing (the `gateway` role).
 func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	s := &Service{db: db, store: st, renderer: r, cfg: cfg}
@@ -113,10 +111,11 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 			&river.PeriodicJobOpts{ID: "outprint_lease"},
 		)},
 	}
-	s.q, err = newBackend(db, rc)
+	q, err := newBackend(db, rc)
 	if err != nil {
 		return nil, err
 	}
+	s.q = q
 	return s, nil
 }
 
@@ -603,14 +602,11 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// failpoint kills the process when the crash test configured this point.
+// failpoint calls the crash test's hook, which may kill the process here.
 func (s *Service) failpoint(name string) {
-	if s.cfg.Failpoint != name {
-		return
+	if s.cfg.Failpoint != nil {
+		s.cfg.Failpoint(name)
 	}
-	s.cfg.Logger.Warn("jobs: failpoint reached, killing the process", "failpoint", name)
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	time.Sleep(time.Hour) // SIGKILL to oneself is delivered before this returns
 }
 
 // backoff is the retry policy of transient failures: exponential from base,

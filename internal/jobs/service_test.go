@@ -337,7 +337,7 @@ func TestIdempotency(t *testing.T) {
 			for _, bad := range []string{"has space", string(make([]byte, 256)), "tab\t", "é"} {
 				_, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte("x"), IdempotencyKey: bad})
 				var le *limits.Error
-				if !errors.As(err, &le) || le.Status != 422 || le.Problems[0].Field != "Idempotency-Key" {
+				if !errors.As(err, &le) || le.Kind != limits.KindDocument || le.Problems[0].Field != "Idempotency-Key" {
 					t.Errorf("Submit(key %q) = %v, want a 422 limits.Error on Idempotency-Key", bad, err)
 				}
 			}
@@ -882,17 +882,17 @@ func TestAssetKey(t *testing.T) {
 	}
 }
 
-func TestFailpointConfig(t *testing.T) {
-	_, err := Config{Failpoint: "nowhere"}.withDefaults()
+func TestConfigDefaults(t *testing.T) {
+	err := Config{JobTimeout: time.Minute, RescueAfter: time.Minute}.WithDefaults().validate()
 	if err == nil {
-		t.Error("withDefaults(unknown failpoint) = nil, want an error")
+		t.Error("validate(RescueAfter = JobTimeout) = nil, want an error")
 	}
-	_, err = Config{JobTimeout: time.Minute, RescueAfter: time.Minute}.withDefaults()
-	if err == nil {
-		t.Error("withDefaults(RescueAfter = JobTimeout) = nil, want an error")
+	c := Config{}.WithDefaults()
+	if err := c.validate(); err != nil || c.TTL != DefaultTTL || c.RowRetention != 7*24*time.Hour || c.MaxWorkers != 1 ||
+		c.LeaseTimeout != DefaultLeaseTimeout || c.MaxQueuedPerTenant != DefaultMaxQueuedPerTenant || c.Webhooks.MaxWorkers != 8 {
+		t.Errorf("Config{}.WithDefaults() = %+v, validate = %v; want SPEC defaults", c, err)
 	}
-	c, err := Config{}.withDefaults()
-	if err != nil || c.TTL != time.Hour || c.RowRetention != 7*24*time.Hour || c.MaxWorkers != 1 {
-		t.Errorf("withDefaults() = %+v, %v; want SPEC defaults", c, err)
+	if _, err := New(nil, nil, nil, Config{MaxWorkers: -1}); err == nil {
+		t.Error("New(MaxWorkers -1) = nil error, want one")
 	}
 }

@@ -146,7 +146,9 @@ type WebhookConfig struct {
 	Observer WebhookObserver
 }
 
-func (c WebhookConfig) withDefaults() (WebhookConfig, error) {
+// WithDefaults returns c with every zero field at its default (the
+// figures in the field comments).
+func (c WebhookConfig) WithDefaults() WebhookConfig {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -163,15 +165,21 @@ func (c WebhookConfig) withDefaults() (WebhookConfig, error) {
 	if c.PerHost == 0 {
 		c.PerHost = 1
 	}
+	return c
+}
+
+// validate refuses webhook settings (with their defaults filled in) the
+// delivery cannot work with.
+func (c WebhookConfig) validate() error {
 	switch {
 	case c.HostWait < 0, c.Timeout < 0, c.RetryBase < 0, c.RetryMax < 0, c.MaxAge < 0:
-		return c, errors.New("jobs: webhook durations must be positive")
+		return errors.New("jobs: webhook durations must be positive")
 	case c.MaxWorkers < 0 || c.MaxWorkers > 1000:
-		return c, fmt.Errorf("jobs: webhook MaxWorkers %d: want 1 to 1000", c.MaxWorkers)
+		return fmt.Errorf("jobs: webhook MaxWorkers %d: want 1 to 1000", c.MaxWorkers)
 	case c.PerHost < 0:
-		return c, fmt.Errorf("jobs: webhook PerHost %d: want at least 1", c.PerHost)
+		return fmt.Errorf("jobs: webhook PerHost %d: want at least 1", c.PerHost)
 	}
-	return c, nil
+	return nil
 }
 
 // queueWebhook is the queue of deliveries: apart from renders, so that a

@@ -84,12 +84,34 @@ func (p *Problem) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Kind says which bound or check refused a render or request: the HTTP
+// layer answers each kind with one status (httpapi), the command line with
+// one exit code. A kind says nothing about HTTP itself.
+type Kind string
+
+// The kinds of *Error.
+const (
+	// KindDocument: the document, its metadata or its images need fixing
+	// (HTTP 422).
+	KindDocument Kind = "document"
+	// KindRequest: the request around the document is malformed (400).
+	KindRequest Kind = "request"
+	// KindTooLarge: the input or the output is over a size, page or
+	// resource bound (413).
+	KindTooLarge Kind = "too_large"
+	// KindTimeout: the render ran out of time (504).
+	KindTimeout Kind = "timeout"
+	// KindBusy: no capacity for the request now; waiting helps (429 with
+	// Retry-After).
+	KindBusy Kind = "busy"
+)
+
 // Error is a failed render or request that the client can act on: a list of
-// problems and the HTTP status the list is answered with. Status is part of
-// the error because the bound that produced it knows which answer it
-// deserves (SPEC §3); the HTTP layer only writes it out.
+// problems and its kind. The kind is part of the error because the bound
+// that produced it knows which answer it deserves (SPEC §3); the HTTP layer
+// turns it into a status.
 type Error struct {
-	Status   int
+	Kind     Kind
 	Problems []Problem
 }
 
@@ -103,7 +125,7 @@ func (e *Error) Error() string {
 			parts[i] = p.Message
 		}
 	}
-	return fmt.Sprintf("%d: %s", e.Status, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s: %s", e.Kind, strings.Join(parts, "; "))
 }
 
 // Code returns the code of the first problem, the one that decides how a
@@ -115,14 +137,14 @@ func (e *Error) Code() string {
 	return e.Problems[0].Code
 }
 
-// Invalid returns a 422 list: the document, its metadata or its images need
+// Invalid returns a KindDocument list: the document, its metadata or its images need
 // fixing. It returns nil when there are no problems, so callers can collect
 // and return in one step.
 func Invalid(problems ...Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	return &Error{Status: 422, Problems: CapProblems(problems, 0)}
+	return &Error{Kind: KindDocument, Problems: CapProblems(problems, 0)}
 }
 
 // MaxProblems is how many problems an error or warning list shows; the
@@ -156,7 +178,7 @@ func CapProblems(problems []Problem, extra int) []Problem {
 	return append(out, Problem{Source: last.Source, Code: last.Code, Message: fmt.Sprintf("and %d more %s", more, word)})
 }
 
-// TooLarge is the 413 answer for a Markdown text over MaxMarkdownBytes.
+// TooLarge is the KindTooLarge error for a Markdown text over MaxMarkdownBytes.
 // A reader that stops one byte past the bound knows no more than that,
 // so a size of MaxMarkdownBytes+1 is reported as "more than" the bound.
 func TooLarge(size int64) error {
@@ -164,46 +186,46 @@ func TooLarge(size int64) error {
 	if size <= MaxMarkdownBytes+1 {
 		msg = fmt.Sprintf("the document is too large to render: more than %d bytes (1 MiB)", MaxMarkdownBytes)
 	}
-	return &Error{Status: 413, Problems: []Problem{{Source: SourceDocument, Code: CodeTooLarge, Message: msg}}}
+	return &Error{Kind: KindTooLarge, Problems: []Problem{{Source: SourceDocument, Code: CodeTooLarge, Message: msg}}}
 }
 
-// TooLargeThan is the 413 answer for a Markdown text over max bytes (a
+// TooLargeThan is the KindTooLarge error for a Markdown text over max bytes (a
 // collection's documents together).
 func TooLargeThan(size, max int64) error {
-	return &Error{Status: 413, Problems: []Problem{{
+	return &Error{Kind: KindTooLarge, Problems: []Problem{{
 		Source: SourceDocument, Code: CodeTooLarge,
 		Message: fmt.Sprintf("the document is too large to render: %d bytes, at most %d", size, max),
 	}}}
 }
 
-// TooManyPages is the 413 answer for a document that reached the page limit.
+// TooManyPages is the KindTooLarge error for a document that reached the page limit.
 func TooManyPages(max int) error {
-	return &Error{Status: 413, Problems: []Problem{{
+	return &Error{Kind: KindTooLarge, Problems: []Problem{{
 		Source: SourceDocument, Code: CodeTooManyPages,
 		Message: fmt.Sprintf("the document has too many pages (more than %d); shorten it", max),
 	}}}
 }
 
-// PDFTooLarge is the 413 answer for a PDF over the size limit.
+// PDFTooLarge is the KindTooLarge error for a PDF over the size limit.
 func PDFTooLarge(size, max int64) error {
-	return &Error{Status: 413, Problems: []Problem{{
+	return &Error{Kind: KindTooLarge, Problems: []Problem{{
 		Source: SourceDocument, Code: CodePDFTooLarge,
 		Message: fmt.Sprintf("the resulting PDF is too large (%d bytes, at most %d); remove or shrink images", size, max),
 	}}}
 }
 
-// Resource is the 413 answer for a render that hit a process bound (memory,
+// Resource is the KindTooLarge error for a render that hit a process bound (memory,
 // processes, scratch space, SVG conversion time).
 func Resource(what string) error {
-	return &Error{Status: 413, Problems: []Problem{{
+	return &Error{Kind: KindTooLarge, Problems: []Problem{{
 		Source: SourceDocument, Code: CodeResource,
 		Message: fmt.Sprintf("the document needs more resources than a render may use: %s", what),
 	}}}
 }
 
-// Timeout is the 504 answer for a render that ran out of time.
+// Timeout is the KindTimeout error for a render that ran out of time.
 func Timeout(limit time.Duration) error {
-	return &Error{Status: 504, Problems: []Problem{{
+	return &Error{Kind: KindTimeout, Problems: []Problem{{
 		Source: SourceDocument, Code: CodeTimeout,
 		Message: fmt.Sprintf("rendering took too long (limit %s); shorten the document", limit),
 	}}}

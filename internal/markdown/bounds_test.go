@@ -47,7 +47,7 @@ func TestNestingRefused(t *testing.T) {
 		_, err := Parse([]byte(tc.src), Options{LineOffset: 0, Dialect: DialectOutline}) // toggles are Outline's
 		runtime.ReadMemStats(&m1)
 		var le *limits.Error
-		if !errors.As(err, &le) || le.Status != 422 || len(le.Problems) != 1 {
+		if !errors.As(err, &le) || le.Kind != limits.KindDocument || len(le.Problems) != 1 {
 			t.Errorf("Parse(%s) = %v, want one 422 problem", tc.name, err)
 			continue
 		}

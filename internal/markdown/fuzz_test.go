@@ -176,7 +176,7 @@ func checkDialect(t *testing.T, src []byte, dialect Dialect) {
 	d, err := Parse(src, Options{OutlineURL: "https://wiki.example.com", Dialect: dialect})
 	if err != nil {
 		var le *limits.Error
-		if !errors.As(err, &le) || le.Status != 422 || len(le.Problems) == 0 {
+		if !errors.As(err, &le) || le.Kind != limits.KindDocument || len(le.Problems) == 0 {
 			t.Fatalf("Parse = %v, want a 422 limits.Error or nil", err)
 		}
 		for _, p := range le.Problems {

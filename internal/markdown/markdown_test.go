@@ -39,8 +39,8 @@ func TestParseMathErrors(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("Parse = %v, want *limits.Error", err)
 	}
-	if le.Status != 422 {
-		t.Errorf("Parse status = %d, want 422", le.Status)
+	if le.Kind != limits.KindDocument {
+		t.Errorf("Parse kind = %q, want %q", le.Kind, limits.KindDocument)
 	}
 	var lines []int
 	for _, p := range le.Problems {

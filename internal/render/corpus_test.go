@@ -177,8 +177,8 @@ func TestCorpusHostile(t *testing.T) {
 	t.Run("math-injection.md", func(t *testing.T) {
 		_, err := renderFile(t, p, filepath.Join(dir, "math-injection.md"))
 		le := limitsError(t, err)
-		if le.Status != 422 {
-			t.Errorf("status = %d, want 422", le.Status)
+		if le.Kind != limits.KindDocument {
+			t.Errorf("kind = %q, want %q", le.Kind, limits.KindDocument)
 		}
 		if len(le.Problems) != 6 {
 			t.Errorf("problems = %d, want 6 (one per formula): %+v", len(le.Problems), le.Problems)
@@ -211,7 +211,7 @@ func TestCorpusHostile(t *testing.T) {
 			res, err := renderFile(t, p, filepath.Join(dir, name))
 			if err != nil {
 				le := limitsError(t, err)
-				if le.Status != 422 || le.Problems[0].Line == 0 {
+				if le.Kind != limits.KindDocument || le.Problems[0].Line == 0 {
 					t.Fatalf("error %v: want a PDF or a 422 with a line", err)
 				}
 				return
@@ -226,7 +226,7 @@ func TestCorpusHostile(t *testing.T) {
 	t.Run("too-large.md", func(t *testing.T) {
 		_, err := renderFile(t, p, filepath.Join(dir, "too-large.md"))
 		le := limitsError(t, err)
-		if le.Status != 413 || le.Code() != limits.CodeTooLarge {
+		if le.Kind != limits.KindTooLarge || le.Code() != limits.CodeTooLarge {
 			t.Errorf("error = %v, want 413 too_large", err)
 		}
 	})
@@ -234,7 +234,7 @@ func TestCorpusHostile(t *testing.T) {
 	t.Run("many-pages.md", func(t *testing.T) {
 		_, err := renderFile(t, p, filepath.Join(dir, "many-pages.md"))
 		le := limitsError(t, err)
-		if le.Status != 413 || le.Code() != limits.CodeTooManyPages {
+		if le.Kind != limits.KindTooLarge || le.Code() != limits.CodeTooManyPages {
 			t.Errorf("error = %v, want 413 too_many_pages", err)
 		}
 	})
@@ -242,8 +242,8 @@ func TestCorpusHostile(t *testing.T) {
 	t.Run("images.md", func(t *testing.T) {
 		_, err := renderFile(t, p, filepath.Join(dir, "images.md"))
 		le := limitsError(t, err)
-		if le.Status != 422 {
-			t.Errorf("status = %d, want 422", le.Status)
+		if le.Kind != limits.KindDocument {
+			t.Errorf("kind = %q, want %q", le.Kind, limits.KindDocument)
 		}
 		lines := map[int]bool{}
 		for _, pr := range le.Problems {

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"github.com/outprint/outprint/internal/config"
@@ -9,11 +9,11 @@ import (
 	"github.com/outprint/outprint/internal/webhook"
 )
 
-// webhookPolicy checks the webhook settings of cfg (secrets, the keys'
+// WebhookPolicy checks the webhook settings of cfg (secrets, the keys'
 // default callbacks against webhooks.allowHosts) and returns the policy
-// acceptance and delivery share. serve and config check call it, so that a
+// acceptance and delivery share. New and `outprint config check` call it, so that a
 // bad default callback stops startup with the setting named.
-func webhookPolicy(cfg *config.Config) (*webhook.Policy, error) {
+func WebhookPolicy(cfg *config.Config) (*webhook.Policy, error) {
 	keys := make([]webhook.Key, len(cfg.Auth.APIKeys))
 	for i, k := range cfg.Auth.APIKeys {
 		keys[i] = webhook.Key{User: k.User, Tenant: k.Tenant, CallbackURL: k.CallbackURL, Secrets: k.WebhookSecrets}

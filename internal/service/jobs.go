@@ -1,10 +1,9 @@
-package main
+package service
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 	"github.com/outprint/outprint/internal/worker"
 )
 
-// jobRuntime is the job service of one serve process with what it stands
+// jobRuntime is the job service of one process with what it stands
 // on: the database and the artifact store below the data folder.
 type jobRuntime struct {
 	db  *jobs.DB
@@ -37,8 +36,8 @@ const jobStartTimeout = 30 * time.Second
 // synchronous renders), each holding one admission slot while it renders,
 // so jobs and synchronous renders share one budget (SPEC §7). The caller
 // Starts it, Stops it (drain) and then closes the runtime.
-func openJobs(ctx context.Context, cfg *config.Config, role string, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
-	adm *admission.Controller, m *metrics.Metrics, wh jobs.WebhookConfig, log *slog.Logger) (*jobRuntime, error) {
+func openJobs(ctx context.Context, cfg *config.Config, role Role, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
+	adm *admission.Controller, m *metrics.Metrics, wh jobs.WebhookConfig, failpoint func(string), log *slog.Logger) (*jobRuntime, error) {
 	ctx, cancel := context.WithTimeout(ctx, jobStartTimeout)
 	defer cancel()
 	db, err := jobs.Open(ctx, cfg.Database)
@@ -56,14 +55,14 @@ func openJobs(ctx context.Context, cfg *config.Config, role string, pipeline *re
 			return nil, fmt.Errorf("migrate %s: %w", db, err)
 		}
 	}
-	st, _, err := openStore(cfg)
+	st, _, err := OpenStore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}
 	// A gateway inserts jobs and answers for them; workers render them.
 	// Forms jobs fill with filler; every other job renders Markdown.
 	var renderer jobs.Renderer
-	if role != roleGateway {
+	if role != RoleGateway {
 		renderer = httpapi.NewFormJobRenderer(worker.NewJobRenderer(pipeline, r), filler)
 	}
 	svc, err := jobs.New(db, st, renderer, jobs.Config{
@@ -80,7 +79,7 @@ func openJobs(ctx context.Context, cfg *config.Config, role string, pipeline *re
 		Observer:     jobObserver{m},
 		Webhooks:     wh,
 		Logger:       log,
-		Failpoint:    os.Getenv(config.EnvFailpoint),
+		Failpoint:    failpoint,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job service: %w", err)
