@@ -236,6 +236,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	defer stopProbe()
 
 	var renderer httpapi.Renderer = pipeline
+	var workersReady func() error // a gateway is ready when a worker is
 	if role == roleGateway {
 		rr, err := httpapi.NewRemoteRenderer(httpapi.RemoteConfig{
 			Workers: cfg.Gateway.Workers, Secret: cfg.Cluster.Secret, MaxPDFBytes: cfg.Render.MaxPDFBytes, Logger: log,
@@ -245,6 +246,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 			return exitUsage
 		}
 		renderer = rr
+		stopWorkerProbe := startWorkerProbe(ctx, rr, m)
+		defer stopWorkerProbe()
+		workersReady = rr.Ready
 	}
 	if hooks.wrap != nil {
 		renderer = hooks.wrap(renderer)
@@ -304,6 +308,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	ready := func(ctx context.Context) error {
 		if err := probe.err(); err != nil {
 			return err
+		}
+		if workersReady != nil {
+			if err := workersReady(); err != nil {
+				return err
+			}
 		}
 		if err := jr.db.Ping(ctx); err != nil {
 			return fmt.Errorf("job database: %w", err)
