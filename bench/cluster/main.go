@@ -6,7 +6,7 @@
 //     memo through `outprint serve`, median of -runs each, sent in turns
 //     in the same run (target: cluster ≤ 1.15 × serve + 15 ms);
 //   - accept: -jobs small jobs POSTed to a gateway on PostgreSQL + S3
-//     (SeaweedFS) by -clients clients, no worker running, so they stay
+//     (SeaweedFS; -store file puts the store in a shared folder instead) by -clients clients, no worker running, so they stay
 //     queued: jobs/s and the p50/p99 answer time, and the gateway's peak
 //     RSS with them queued (target < 300 MiB; the issue's figure is for
 //     10,000 jobs, the default);
@@ -88,6 +88,7 @@ const (
 
 type options struct {
 	bin, postgres, weed string
+	store               string
 	runs, jobs, clients int
 	render              int
 	sample, timeout     time.Duration
@@ -114,6 +115,7 @@ func main() {
 	flag.StringVar(&o.postgres, "postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
 		"PostgreSQL server on loopback to create the bench's databases on")
 	flag.StringVar(&o.weed, "weed", "", "SeaweedFS weed binary (default: $OUTPRINT_WEED, else scripts/seaweedfs.sh)")
+	flag.StringVar(&o.store, "store", "s3", "s3 (SeaweedFS, started here) or file (a folder all the processes share, for a machine without weed)")
 	flag.IntVar(&o.runs, "runs", 20, "synchronous memos through each path (median)")
 	flag.IntVar(&o.jobs, "jobs", 10000, "jobs in the acceptance burst, left queued")
 	flag.IntVar(&o.clients, "clients", 32, "concurrent HTTP clients of the acceptance burst")
@@ -126,6 +128,10 @@ func main() {
 	flag.Parse()
 	if o.quick {
 		o.runs, o.jobs, o.render, o.sample = 3, 300, 6, 3*time.Second
+	}
+	if o.store != "s3" && o.store != "file" {
+		fmt.Fprintln(os.Stderr, "cluster: -store is s3 or file")
+		os.Exit(2)
 	}
 	if o.runs < 1 || o.jobs < 1 || o.render < 1 || o.clients < 1 {
 		fmt.Fprintln(os.Stderr, "cluster: -runs, -jobs, -render and -clients must be at least 1")
@@ -152,17 +158,19 @@ func run(o *options) int {
 		fmt.Fprintf(os.Stderr, "cluster: %v (run make build)\n", err)
 		return 1
 	}
-	s3, err := startWeed(o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cluster: SeaweedFS:", err)
-		return 1
+	s3 := ""
+	if o.store == "s3" {
+		if s3, err = startWeed(o); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster: SeaweedFS:", err)
+			return 1
+		}
 	}
 	phases := []struct {
 		name string
 		f    func(*options, string) error
 	}{
 		{"sync memo: gateway → worker vs serve", syncPhase},
-		{"acceptance and backlog on PostgreSQL + S3", acceptPhase},
+		{"acceptance and backlog", acceptPhase},
 		{"two pinned workers vs one", scalePhase},
 	}
 	for _, p := range phases {
@@ -210,7 +218,7 @@ func report(o *options) {
 	}
 	if o.acceptRate > 0 {
 		rows = append(rows,
-			row{fmt.Sprintf("acceptance, %d jobs, PostgreSQL + S3", o.jobs), fmt.Sprintf("%.0f jobs/s", o.acceptRate), "", ""},
+			row{fmt.Sprintf("acceptance, %d jobs, PostgreSQL + %s", o.jobs, o.store), fmt.Sprintf("%.0f jobs/s", o.acceptRate), "", ""},
 			row{"POST /v1/jobs p50 / p99", fmt.Sprintf("%.1f / %.1f ms", ms(o.acceptP50), ms(o.acceptP99)), "", ""},
 			row{fmt.Sprintf("gateway peak RSS, %d jobs queued", o.jobs), mib(o.gatewayRSS), "< 300 MiB", yes(o.gatewayRSS < 300<<20)})
 	}
@@ -457,7 +465,8 @@ func startWeed(o *options) (string, error) {
 	}
 }
 
-// cluster makes a fresh database and S3 prefix, runs `outprint migrate`
+// cluster makes a fresh database and S3 prefix (or store folder, with
+// -store file), runs `outprint migrate`
 // on them and returns the environment of the cluster's roles.
 func cluster(o *options, s3 string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -486,9 +495,12 @@ func cluster(o *options, s3 string) ([]string, error) {
 	})
 	u, _ := url.Parse(o.postgres)
 	u.Path = "/" + name
+	store := "file://" + filepath.Join(o.workDir, "store-"+name)
+	if s3 != "" {
+		store = "s3://outprint-bench/" + name + "?endpoint=" + url.QueryEscape(s3) + "&region=us-east-1"
+	}
 	env := []string{
-		"OUTPRINT_DATABASE=" + u.String(),
-		"OUTPRINT_STORE=s3://outprint-bench/" + name + "?endpoint=" + url.QueryEscape(s3) + "&region=us-east-1",
+		"OUTPRINT_DATABASE=" + u.String(), "OUTPRINT_STORE=" + store,
 		"AWS_ACCESS_KEY_ID=" + accessKey, "AWS_SECRET_ACCESS_KEY=" + secretKey,
 		"OUTPRINT_CLUSTER_SECRET=" + secret,
 	}
@@ -650,7 +662,9 @@ func acceptPhase(o *options, s3 string) error {
 		return err
 	}
 	g, err := start(o, "gateway", "", "/healthz", append(env,
-		"OUTPRINT_GATEWAY_WORKERS=http://127.0.0.1:"+strconv.Itoa(placeholder), "OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT=100000"))
+		"OUTPRINT_GATEWAY_WORKERS=http://127.0.0.1:"+strconv.Itoa(placeholder), "OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT=100000",
+		// The bench is one anonymous user with many clients.
+		"OUTPRINT_ADMISSION_PER_USER="+strconv.Itoa(o.clients)))
 	if err != nil {
 		return err
 	}
@@ -728,11 +742,22 @@ func throughput(o *options, s3 string, cpus []string) (float64, error) {
 		defer w.kill()
 		urls = append(urls, w.url)
 	}
-	g, err := start(o, "gateway", "", "/readyz", append(env, "OUTPRINT_GATEWAY_WORKERS="+strings.Join(urls, ",")))
+	g, err := start(o, "gateway", "", "/readyz", append(env, "OUTPRINT_GATEWAY_WORKERS="+strings.Join(urls, ","),
+		"OUTPRINT_ADMISSION_PER_USER=8", "OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT=100000"))
 	if err != nil {
 		return 0, err
 	}
 	defer g.stop()
+	// Warm up: a few jobs per worker first, so that the figure is the
+	// steady state (warm TeX processes, River's fetchers running), not
+	// the workers' start.
+	warm, _, _, err := postJobs(g.url, 2*len(cpus), 8, memo)
+	if err != nil {
+		return 0, err
+	}
+	if err := waitJobs(g.url, warm, o.timeout); err != nil {
+		return 0, err
+	}
 	t0 := time.Now()
 	ids, _, _, err := postJobs(g.url, o.render, 8, memo)
 	if err != nil {
