@@ -309,7 +309,7 @@ func start(o *options, role, cpus, wait string, env []string) (*proc, error) {
 		name, args = "taskset", append([]string{"-c", cpus, o.bin}, args...)
 	}
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), append([]string{
+	cmd.Env = append(baseEnv(), append([]string{
 		listenVar + "=127.0.0.1:" + strconv.Itoa(port), "OUTPRINT_DATA_DIR=" + data,
 	}, env...)...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -373,6 +373,13 @@ func (p *proc) kill() {
 
 // pid is the outprint process's id (taskset execs outprint in place).
 func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// baseEnv is this process's environment for outprint's processes, less
+// OUTPRINT_WEED (the tests' and this bench's setting, not outprint's:
+// outprint refuses unknown OUTPRINT_ variables).
+func baseEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OUTPRINT_WEED=") })
+}
 
 func tailFile(path string) string {
 	b, _ := os.ReadFile(path)
@@ -505,7 +512,7 @@ func cluster(o *options, s3 string) ([]string, error) {
 		"OUTPRINT_CLUSTER_SECRET=" + secret,
 	}
 	cmd := exec.Command(o.bin, "migrate")
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(baseEnv(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("outprint migrate: %v\n%s", err, out)
 	}
