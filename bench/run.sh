@@ -43,3 +43,8 @@ echo
 echo "== hostile inputs (bench/hostile): every finding of issue 10 against outprint serve, OUTPRINT_TIMEOUT=20s"
 echo "   targets: nothing busy past ~21 s, server RSS < 600 MiB, /healthz < 50 ms"
 go run ./bench/hostile -bin "$bin"
+echo
+echo "== cluster (bench/cluster): gateway and workers as processes on PostgreSQL (127.0.0.1:5432) and SeaweedFS S3"
+echo "   targets: sync memo via gateway -> worker <= 1.15x serve + 15 ms (median of 20, same run);"
+echo "   10,000 queued jobs: gateway < 300 MiB RSS, each worker < 150 MiB; two workers pinned to a core each >= 1.8x one"
+go run ./bench/cluster -bin "$bin"

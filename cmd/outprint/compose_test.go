@@ -17,7 +17,8 @@ import (
 )
 
 // No Docker daemon runs here, so compose.yaml and the Dockerfile are
-// checked as files: compose.yaml strictly against the part of the Compose
+// checked as files: compose.yaml against the Compose specification's JSON
+// schema (compose_schema_test.go), strictly against the part of the
 // specification it uses (field names and value types as the specification
 // defines them; an unknown or misspelt key fails), and every service's
 // command, environment and limits against the README's table.

@@ -499,6 +499,15 @@ func (c *Controller) Close() {
 	}
 }
 
+// Closed reports whether Close was called: the process is shutting down
+// and takes no new render (a worker's /readyz then answers not ready, so
+// gateways stop sending to it before a call fails).
+func (c *Controller) Closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // Drained returns a channel that is closed once Close was called and every
 // ticket is done: no render runs and no user is counted any more. A
 // shutdown waits on it, bounded by its grace period.

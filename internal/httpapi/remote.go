@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,11 @@ type RemoteConfig struct {
 	// DownFor is how long a worker that failed is skipped (default
 	// DefaultWorkerDownFor).
 	DownFor time.Duration
+	// ProbeInterval is the pause between two rounds of Probe (default
+	// DefaultProbeInterval); ProbeTimeout bounds each /readyz call
+	// (default DefaultProbeTimeout).
+	ProbeInterval time.Duration
+	ProbeTimeout  time.Duration
 	// Client carries the calls (default: a client of its own).
 	Client *http.Client
 	// Logger receives worker failures (default: discard).
@@ -50,7 +56,10 @@ type RemoteConfig struct {
 // in turn, starting after the one it used last: a busy (429), draining
 // (503) or unreachable worker passes the request on to the next, and a
 // worker that failed is skipped for DownFor, so a worker that went away
-// costs one failed call and is tried again once it may be back. When no
+// costs one failed call and is tried again once it may be back. While
+// Probe runs, workers whose /readyz answered ready come first and workers
+// that answered not ready (draining, starting) are tried only after every
+// other one refused. When no
 // worker takes the request, Render returns an *admission.Refusal (busy)
 // whose Retry-After is the smallest a worker asked for. A document error a
 // worker reports is returned as the *limits.Error it wrote. It implements
@@ -63,6 +72,12 @@ type RemoteRenderer struct {
 
 	mu   sync.Mutex
 	down map[string]time.Time // endpoint → skip until
+	// What Probe found: the addresses of its last round and each one's
+	// readiness. Until its first round ends, Render resolves the workers
+	// itself on every call.
+	probed     map[string]probeState
+	resolved   []string
+	probedOnce bool
 }
 
 // NewRemoteRenderer returns a renderer on cfg's workers.
@@ -84,6 +99,12 @@ func NewRemoteRenderer(cfg RemoteConfig) (*RemoteRenderer, error) {
 	if cfg.DownFor <= 0 {
 		cfg.DownFor = DefaultWorkerDownFor
 	}
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = DefaultProbeInterval
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
 	client := cfg.Client
 	if client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -97,7 +118,7 @@ func NewRemoteRenderer(cfg RemoteConfig) (*RemoteRenderer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &RemoteRenderer{cfg: cfg, client: client, log: log, down: map[string]time.Time{}}, nil
+	return &RemoteRenderer{cfg: cfg, client: client, log: log, down: map[string]time.Time{}, probed: map[string]probeState{}}, nil
 }
 
 // endpoints resolves the workers: one base URL per address of each host.
@@ -130,27 +151,38 @@ func (rr *RemoteRenderer) Render(ctx context.Context, pr *render.Prepared, _ fun
 	if err != nil {
 		return nil, fmt.Errorf("gateway: encode bundle: %w", err)
 	}
-	eps := rr.endpoints(ctx)
+	rr.mu.Lock()
+	eps := slices.Clone(rr.resolved)
+	probing := rr.probedOnce
+	rr.mu.Unlock()
+	if !probing {
+		eps = rr.endpoints(ctx)
+	}
 	if len(eps) == 0 {
 		return nil, &admission.Refusal{Code: limits.CodeBusy, RetryAfter: time.Second}
 	}
-	// Start after the worker used last; workers marked down go to the
-	// end, tried only when every other one refused.
+	// Start after the worker used last. Workers the probe found ready
+	// come first, then those not probed yet; workers marked down or not
+	// ready go to the end, tried only when every other one refused.
 	start := int(rr.next.Add(1))
 	now := time.Now()
-	var up, downs []string
+	var ready, unknown, downs []string
 	rr.mu.Lock()
 	for i := range eps {
 		ep := eps[(start+i)%len(eps)]
-		if now.Before(rr.down[ep]) {
+		st, known := rr.probed[ep]
+		switch {
+		case now.Before(rr.down[ep]) || known && !st.ready:
 			downs = append(downs, ep)
-		} else {
-			up = append(up, ep)
+		case known:
+			ready = append(ready, ep)
+		default:
+			unknown = append(unknown, ep)
 		}
 	}
 	rr.mu.Unlock()
 	retry := time.Duration(0)
-	for _, ep := range append(up, downs...) {
+	for _, ep := range slices.Concat(ready, unknown, downs) {
 		res, after, err := rr.call(ctx, ep, body)
 		switch {
 		case ctx.Err() != nil:

@@ -424,6 +424,13 @@ const readyTimeout = 5 * time.Second
 // (Config.Ready), plus the admission figures for an operator's eye.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	// A process that is shutting down takes no new render: a worker
+	// draining its last renders answers not ready, so gateways probing it
+	// stop sending before a call is refused.
+	if s.cfg.Admission.Closed() {
+		s.writeError(w, r, notReady(admission.ErrClosed))
+		return
+	}
 	if s.cfg.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()

@@ -49,10 +49,13 @@ const (
 	workerPhaseDraining  = "draining"
 )
 
-// maxBundleBytes bounds a bundle: the Markdown and images of SPEC §3,
-// base64 inflates the images by a third, and a margin for JSON and the
-// metadata. The pipeline's own checks run on what arrives.
-const maxBundleBytes = limits.MaxMarkdownBytes*2 + limits.MaxTotalImageBytes*4/3 + 1<<20
+// maxBundleBytes bounds a bundle before it is decoded: the largest
+// Markdown a request may carry — a collection printed whole, up to
+// limits.MaxCollectionBytes, not one document's limits.MaxMarkdownBytes —
+// and the images of SPEC §3, both base64 in the JSON (a third more), with
+// a margin for the JSON, the metadata and the images' names. The
+// pipeline's own checks, by the request's Parts, run on what arrives.
+const maxBundleBytes = (limits.MaxCollectionBytes+limits.MaxTotalImageBytes)*4/3 + 4<<20
 
 // errClusterSecret answers 401 to a request without the right secret.
 var errClusterSecret = &authError{"this is an outprint worker: requests must carry the cluster secret"}

@@ -83,6 +83,15 @@ type MemoryStats struct {
 	Limit int64
 }
 
+// WorkerStatus is one worker a gateway sends renders to, as its last
+// /readyz probe found it. cmd fills it from the gateway's renderer. The
+// worker label is the worker's base URL, one per address the operator's
+// gateway.workers resolve to: a bounded set the operator configures.
+type WorkerStatus struct {
+	Worker string
+	Ready  bool
+}
+
 // Finished job states pre-created so that rates over them exist from the
 // start; they match jobs.StateSucceeded, StateFailed and StateCancelled.
 var finishedStates = []string{"succeeded", "failed", "cancelled"}
@@ -236,6 +245,16 @@ func (m *Metrics) SetReadySource(f func() bool) {
 	}
 }
 
+// SetWorkerSource makes scrapes report outprint_gateway_worker_ready, one
+// series per worker f lists (1 ready, 0 not). Workers f no longer lists
+// (an address that stopped resolving) drop out of the scrape. Until it is
+// set (every role but the gateway) the series are absent.
+func (m *Metrics) SetWorkerSource(f func() []WorkerStatus) {
+	if m != nil {
+		m.sources.workers.Store(&f)
+	}
+}
+
 // Refused counts one admission refusal with its code (busy, user_limit).
 func (m *Metrics) Refused(code string) {
 	if m != nil {
@@ -351,6 +370,7 @@ type sourceCollector struct {
 	jobs      atomic.Pointer[func() JobStats]
 	memory    atomic.Pointer[func() MemoryStats]
 	ready     atomic.Pointer[func() bool]
+	workers   atomic.Pointer[func() []WorkerStatus]
 
 	running, queued, slots, queueDepth  *prometheus.Desc
 	warm, busy, warming                 *prometheus.Desc
@@ -359,6 +379,7 @@ type sourceCollector struct {
 	jobsByState, oldestQueued           *prometheus.Desc
 	memoryUsed, memoryLimit             *prometheus.Desc
 	readyDesc                           *prometheus.Desc
+	workerReady                         *prometheus.Desc
 	zygotes, zygoteForks, zygoteRetired *prometheus.Desc
 	zygoteOn                            *prometheus.Desc
 }
@@ -383,6 +404,7 @@ func newSourceCollector() *sourceCollector {
 		memoryUsed:    d("memory", "used_bytes", "Memory used by the service's cgroup (outprint and its TeX processes), else by the machine."),
 		memoryLimit:   d("memory", "limit_bytes", "Memory limit of the service's cgroup, else the machine's memory."),
 		readyDesc:     d("", "ready", "1 when the service can render (the check behind /readyz passes), else 0."),
+		workerReady:   d("gateway", "worker_ready", "1 when the worker answered its last /readyz probe ready, else 0 (gateways only).", "worker"),
 		zygotes:       d("tex_pool", "zygotes", "Zygotes ready to fork warm TeX processes."),
 		zygoteForks:   d("tex_pool", "zygote_forks_total", "Warm TeX processes forked from a zygote (no warm-up of their own)."),
 		zygoteRetired: d("tex_pool", "zygotes_retired_total", "Zygotes replaced after their fork count, lifetime, a crashed child, death or idleness."),
@@ -394,7 +416,7 @@ func (s *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		s.running, s.queued, s.slots, s.queueDepth,
 		s.warm, s.busy, s.warming, s.started, s.replaced, s.failures,
-		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit, s.readyDesc,
+		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit, s.readyDesc, s.workerReady,
 		s.zygotes, s.zygoteForks, s.zygoteRetired, s.zygoteOn,
 	} {
 		ch <- d
@@ -447,6 +469,15 @@ func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		gauge(s.readyDesc, v)
+	}
+	if f := s.workers.Load(); f != nil {
+		for _, w := range (*f)() {
+			v := 0.0
+			if w.Ready {
+				v = 1
+			}
+			gauge(s.workerReady, v, w.Worker)
+		}
 	}
 	if f := s.memory.Load(); f != nil {
 		mem := (*f)()

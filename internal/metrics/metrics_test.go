@@ -337,6 +337,7 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.SetJobSource(func() JobStats { return JobStats{} })
 	m.SetMemorySource(func() MemoryStats { return MemoryStats{} })
 	m.SetReadySource(func() bool { return true })
+	m.SetWorkerSource(func() []WorkerStatus { return []WorkerStatus{{Worker: "http://10.0.0.1:8090", Ready: true}} })
 	m.ObserveRequest("/healthz", 200, time.Millisecond)
 	m.JobAccepted()
 	m.JobFinished("failed")
@@ -351,6 +352,7 @@ func TestLint(t *testing.T) {
 	m.SetJobSource(func() JobStats { return JobStats{} })
 	m.SetMemorySource(func() MemoryStats { return MemoryStats{Used: 1, Limit: 2} })
 	m.SetReadySource(func() bool { return true })
+	m.SetWorkerSource(func() []WorkerStatus { return []WorkerStatus{{Worker: "http://10.0.0.1:8090"}} })
 	m.ObserveRender(time.Second, "ok")
 	m.ObserveRequest("/healthz", 200, time.Millisecond)
 	m.JobFailed("tex")
@@ -370,4 +372,26 @@ func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	return mfs
+}
+
+// A gateway reports each worker's readiness; a worker that stops being
+// listed (its address no longer resolves) leaves the scrape.
+func TestWorkerReady(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	workers := []WorkerStatus{{Worker: "http://10.0.0.1:8090", Ready: true}, {Worker: "http://10.0.0.2:8090"}}
+	m.SetWorkerSource(func() []WorkerStatus { return workers })
+	const head = `# HELP outprint_gateway_worker_ready 1 when the worker answered its last /readyz probe ready, else 0 (gateways only).
+# TYPE outprint_gateway_worker_ready gauge
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(head+`outprint_gateway_worker_ready{worker="http://10.0.0.1:8090"} 1
+outprint_gateway_worker_ready{worker="http://10.0.0.2:8090"} 0
+`), "outprint_gateway_worker_ready"); err != nil {
+		t.Error(err)
+	}
+	workers = workers[1:]
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(head+`outprint_gateway_worker_ready{worker="http://10.0.0.2:8090"} 0
+`), "outprint_gateway_worker_ready"); err != nil {
+		t.Error(err)
+	}
 }

@@ -125,6 +125,10 @@ type Main struct {
 	pl     *render.Pipeline
 	jr     *jobRuntime
 	probe  *texProbe
+	// remote is a gateway's dispatcher to its workers (nil otherwise):
+	// Run probes the workers' /readyz through it, and the gateway is
+	// ready when one of them is.
+	remote *httpapi.RemoteRenderer
 	// apiCfg is completed by Run with the jobs console, which needs
 	// the job service running.
 	apiCfg httpapi.Config
@@ -284,6 +288,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *Main, err er
 			return nil, &SettingError{Setting: "gateway.workers (OUTPRINT_GATEWAY_WORKERS)", Err: err}
 		}
 		renderer = rr
+		m.remote = rr
+		mt.SetWorkerSource(func() []metrics.WorkerStatus {
+			ws := rr.Workers()
+			out := make([]metrics.WorkerStatus, len(ws))
+			for i, w := range ws {
+				out[i] = metrics.WorkerStatus{Worker: w.URL, Ready: w.Ready}
+			}
+			return out
+		})
 	}
 	if opts.WrapRenderer != nil {
 		renderer = opts.WrapRenderer(renderer)
@@ -373,11 +386,16 @@ func (m *Main) onClose(f func() error) { m.closers = append(m.closers, f) }
 // Addr is the address the process listens on (tests listen on port 0).
 func (m *Main) Addr() net.Addr { return m.ln.Addr() }
 
-// ready is /readyz: the TeX probe passed, the job database answers and the
-// data folder takes a file.
+// ready is /readyz: the TeX probe passed, a gateway has a ready worker,
+// the job database answers and the data folder takes a file.
 func (m *Main) ready(ctx context.Context) error {
 	if err := m.probe.err(); err != nil {
 		return err
+	}
+	if m.remote != nil {
+		if err := m.remote.Ready(); err != nil {
+			return err
+		}
 	}
 	if err := m.jr.db.Ping(ctx); err != nil {
 		return fmt.Errorf("job database: %w", err)
@@ -405,6 +423,18 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	defer probeDone.Wait()
 	defer stopProbe()
+	if m.remote != nil {
+		// A gateway probes its workers' /readyz (httpapi.RemoteRenderer.Probe)
+		// through the shutdown grace too, since it still sends renders
+		// then: the probe ends when Run returns, after the shutdown.
+		workersCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+		probeDone.Add(1)
+		go func() {
+			defer probeDone.Done()
+			m.remote.Probe(workersCtx)
+		}()
+		defer stopWorkers()
+	}
 
 	if err := m.jr.svc.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("jobs: %w", err)

@@ -39,12 +39,12 @@ type S3Server struct {
 	cmd *exec.Cmd
 }
 
-// weedBinary returns the path of SeaweedFS's weed: OUTPRINT_WEED, weed on
+// weedBinary returns the path of SeaweedFS's weed: SEAWEEDFS_WEED, weed on
 // PATH, or the copy scripts/seaweedfs.sh builds and caches (it is built
 // here when missing, which takes minutes once).
 func weedBinary(t testing.TB, moduleRoot string) string {
 	t.Helper()
-	if p := os.Getenv("OUTPRINT_WEED"); p != "" {
+	if p := os.Getenv("SEAWEEDFS_WEED"); p != "" {
 		return p
 	}
 	if p, err := exec.LookPath("weed"); err == nil {
