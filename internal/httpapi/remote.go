@@ -270,7 +270,9 @@ func (rr *RemoteRenderer) call(ctx context.Context, ep string, body []byte) (*re
 		return nil, retryAfter(), nil
 	case resp.StatusCode == http.StatusUnauthorized:
 		return nil, 0, errors.New("the worker refused the cluster secret (cluster.secret differs)")
-	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+	case resp.StatusCode >= 400 && resp.StatusCode < 500, resp.StatusCode == http.StatusGatewayTimeout:
+		// A worker's error list (the document's 422, a render out of
+		// time's 504, …) is the gateway's answer too.
 		kind, known := kindOfStatus(resp.StatusCode)
 		if problems, ok := workerProblems(data); ok && known {
 			return nil, 0, &limits.Error{Kind: kind, Problems: problems}

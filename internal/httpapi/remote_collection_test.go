@@ -24,12 +24,18 @@ import (
 // worker`) on a loopback port, rendering with real XeLaTeX, and returns
 // its URL.
 func startWorker(t *testing.T, secret string) string {
+	return startWorkerWith(t, secret, limits.Render{})
+}
+
+// startWorkerWith is startWorker with the worker's render bounds (zero
+// fields take the defaults).
+func startWorkerWith(t *testing.T, secret string, bounds limits.Render) string {
 	t.Helper()
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("tex.NewRunner: %v", err)
 	}
-	pl := render.New(render.Config{Engine: runner, TempDir: t.TempDir()})
+	pl := render.New(render.Config{Engine: runner, TempDir: t.TempDir(), Limits: bounds})
 	srv := mustServer(t, Config{
 		WorkerRole:    true,
 		ClusterSecret: secret,
@@ -65,6 +71,28 @@ func TestOutlineCollectionThroughWorker(t *testing.T) {
 	info := olPDFTool(t, a.body, "pdfinfo")
 	if n, _ := strconv.Atoi(olPDFInfo(t, info, "Pages")); n < 7 {
 		t.Errorf("the collection through a worker has %d pages, want at least one per top-level document", n)
+	}
+}
+
+// TestRemoteRelaysTimeout: a render that runs out of time on the worker
+// is the gateway's 504 with the worker's timeout error list, as it is on
+// a local render, not an internal error.
+func TestRemoteRelaysTimeout(t *testing.T) {
+	const secret = "a-cluster-secret-for-tests"
+	workerURL := startWorkerWith(t, secret, limits.Render{Timeout: time.Millisecond})
+	e := newOlEnv(t, olOptions{tex: true, wrap: func(Renderer) Renderer {
+		rr, err := NewRemoteRenderer(RemoteConfig{Workers: []string{workerURL}, Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rr
+	}})
+	a := e.get("/render/"+e.doc.ID, e.jane.Token, nil)
+	if a.status != http.StatusGatewayTimeout {
+		t.Fatalf("GET /render/{id} through a worker out of time = %d, want 504: %s", a.status, a.body)
+	}
+	if p := a.problems(t)[0]; p.Code != limits.CodeTimeout {
+		t.Errorf("error code = %s, want %s (%s)", p.Code, limits.CodeTimeout, p.Message)
 	}
 }
 
