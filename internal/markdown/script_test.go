@@ -198,7 +198,7 @@ func TestFontPreambleDefinesOnlyWhatIsNeeded(t *testing.T) {
 	}{
 		{0, nil, []string{"\\newfontfamily", "TeXXeTstate"}},
 		{ScriptCJK, []string{"{Noto Serif CJK JP}"}, []string{"Naskh", "TeXXeTstate"}},
-		{ScriptArabic, []string{"{Noto Naskh Arabic}[Script=Arabic]", "\\TeXXeTstate=1"}, []string{"CJK"}},
+		{ScriptArabic, []string{"{OutprintNaskhArabic}[Extension=.ttf,UprightFont=*-Regular,BoldFont=*-Bold,Script=Arabic]", "\\TeXXeTstate=1"}, []string{"CJK"}},
 		{ScriptSymbols, []string{"{Noto Sans Math}", "{Noto Sans Symbols}", "{Noto Sans Symbols2}"}, []string{"Symbola"}},
 		{ScriptEmoji, []string{"{Symbola}"}, []string{"Noto Sans Math"}},
 	}
