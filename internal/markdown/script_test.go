@@ -318,7 +318,7 @@ func xelatex(t *testing.T, doc string, haltOnError bool) (log, pdf string, err e
 	}
 	cmd := exec.CommandContext(ctx, "xelatex", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "openin_any=p", "openout_any=p", "MKTEXPK=0", "MKTEXTFM=0", "MKTEXMF=0")
+	cmd.Env = append(os.Environ(), "openin_any=p", "openout_any=p", "MKTEXPK=0", "MKTEXTFM=0", "MKTEXMF=0", fontEnv(t))
 	out, runErr := cmd.CombinedOutput()
 	logBytes, err := os.ReadFile(filepath.Join(dir, "doc.log"))
 	if err != nil {
@@ -628,6 +628,7 @@ func benchXeLaTeX(b *testing.B, doc string) time.Duration {
 	}
 	cmd := exec.Command("xelatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "doc.tex")
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), fontEnv(b))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("xelatex: %v\n%s", err, out)
 	}

@@ -143,6 +143,18 @@ func prepareTextFonts(tmp string) (string, error) {
 	return dir, nil
 }
 
+// FontEnv returns the environment entry that lets a TeX run started
+// outside a Runner or Pool (a test that runs xelatex itself) find the font
+// copies, which markdown's preamble loads by file name. It writes them
+// under tmp as every Runner does.
+func FontEnv(tmp string) (string, error) {
+	dir, err := prepareTextFonts(tmp)
+	if err != nil {
+		return "", err
+	}
+	return "OSFONTDIR=" + dir + ":", nil
+}
+
 // findFont returns the path of the first file called name under the font
 // folders, "" if there is none.
 func findFont(name string) string {
