@@ -175,7 +175,7 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % A half-width image (Outline's right-50, left-50) before a paragraph: the
 % paragraph's first lines run beside it. \opwrapfig{r|l}{image}{caption}
 % sets the image and its caption in a box as wide as the image and counts
-% the lines it spans (rounded up, with a third of a line to spare), and
+% the lines it spans (rounded up, with at least two thirds of a line to spare), and
 % starts a new page unless they fit on this one; \opwrapstart, first thing in the next paragraph,
 % narrows those lines (\hangindent), puts the box beside them and keeps
 % them on one page (\clubpenalties); \opwrapend, after it, adds the room
@@ -183,7 +183,7 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % where the document has it.
 \makeatletter
 \newbox\opwrapbox\newcount\opwraplines\newlength\opwrapgap\setlength\opwrapgap{1.2em}
-\newcommand\opwrapfig[3]{\par\setbox0\hbox{#2}\setbox\opwrapbox\vbox{\hsize=\ifdim\wd0<0.25\linewidth 0.25\linewidth\else\wd0\fi\parskip=0pt\csname opalign#1\endcsname\noindent\box0\par#3}\opwraplines=\numexpr(\ht\opwrapbox+\dp\opwrapbox+\baselineskip*4/5)/\baselineskip\relax\def\opwrapside{#1}\opneed{\the\numexpr\opwraplines+1\relax}}
+\newcommand\opwrapfig[3]{\par\setbox0\hbox{#2}\setbox\opwrapbox\vbox{\hsize=\ifdim\wd0<0.25\linewidth 0.25\linewidth\else\wd0\fi\parskip=0pt\csname opalign#1\endcsname\noindent\box0\par#3}\opwraplines=\numexpr(\ht\opwrapbox+\dp\opwrapbox+\baselineskip*6/5)/\baselineskip\relax\def\opwrapside{#1}\opneed{\the\numexpr\opwraplines+1\relax}}
 \newcommand\opwrapstart{\hangafter=-\opwraplines\relax\hangindent=\ifx\opwrapside\opwrapsider-\fi\dimexpr\wd\opwrapbox+\opwrapgap\relax\def\op@cp{}\count@=\z@\loop\ifnum\count@<\opwraplines\edef\op@cp{\op@cp 10000 }\advance\count@\@ne\repeat\clubpenalties=\numexpr\opwraplines+1\relax\op@cp\clubpenalty\leavevmode\ifx\opwrapside\opwrapsider\rlap{\hskip\dimexpr\linewidth-\wd\opwrapbox\relax\smash{\lower\dimexpr\ht\opwrapbox-\ht\strutbox\relax\box\opwrapbox}}\else\llap{\smash{\lower\dimexpr\ht\opwrapbox-\ht\strutbox\relax\box\opwrapbox}\hskip\opwrapgap}\fi\ignorespaces}
 \def\opwrapsider{r}
 \newcommand\opwrapend{\clubpenalties=\z@\ifnum\prevgraf<\opwraplines\vspace{\dimexpr\baselineskip*\numexpr\opwraplines-\prevgraf\relax\relax}\fi\opwraplines=\z@}
