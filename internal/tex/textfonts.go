@@ -353,32 +353,6 @@ func layerCmap(text map[rune]uint16, subst map[uint16][][]uint16, letters map[ui
 	return layer
 }
 
-// cmapSubtable reads the subtable of a cmap table for one platform and
-// encoding, nil if there is none (or it is neither format 4 nor 12).
-func cmapSubtable(b []byte, platform, encoding uint16) (map[rune]uint16, error) {
-	if len(b) < 4 {
-		return nil, errors.New("too short")
-	}
-	n := int(binary.BigEndian.Uint16(b[2:]))
-	for i := range n {
-		if 4+8*i+8 > len(b) {
-			break
-		}
-		rec := b[4+8*i:]
-		off := int(binary.BigEndian.Uint32(rec[4:]))
-		if binary.BigEndian.Uint16(rec) != platform || binary.BigEndian.Uint16(rec[2:]) != encoding || off+2 > len(b) {
-			continue
-		}
-		switch binary.BigEndian.Uint16(b[off:]) {
-		case 4:
-			return parseCmap4(b[off:])
-		case 12:
-			return parseCmap12(b[off:])
-		}
-	}
-	return nil, nil
-}
-
 // parseCmap reads the font's Unicode mapping from its best subtable: a
 // format 12 (full Unicode) one if there is one, else a format 4 (BMP) one.
 func parseCmap(b []byte) (map[rune]uint16, error) {

@@ -2,6 +2,7 @@ package tex
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,4 +165,30 @@ func TestWriteSfntChecksums(t *testing.T) {
 	if got := strings.Join(tags, " "); got != "cmap head name" {
 		t.Errorf("tables = %q, want sorted cmap head name", got)
 	}
+}
+
+// cmapSubtable reads the subtable of a cmap table for one platform and
+// encoding, nil if there is none (or it is neither format 4 nor 12).
+func cmapSubtable(b []byte, platform, encoding uint16) (map[rune]uint16, error) {
+	if len(b) < 4 {
+		return nil, errors.New("too short")
+	}
+	n := int(binary.BigEndian.Uint16(b[2:]))
+	for i := range n {
+		if 4+8*i+8 > len(b) {
+			break
+		}
+		rec := b[4+8*i:]
+		off := int(binary.BigEndian.Uint32(rec[4:]))
+		if binary.BigEndian.Uint16(rec) != platform || binary.BigEndian.Uint16(rec[2:]) != encoding || off+2 > len(b) {
+			continue
+		}
+		switch binary.BigEndian.Uint16(b[off:]) {
+		case 4:
+			return parseCmap4(b[off:])
+		case 12:
+			return parseCmap12(b[off:])
+		}
+	}
+	return nil, nil
 }
