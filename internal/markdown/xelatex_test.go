@@ -94,7 +94,7 @@ func compileTeX(t *testing.T, dir, name, doc string) (string, string) {
 // copies (the Arabic font the preamble loads by file name).
 func fontEnv(t testing.TB) string {
 	t.Helper()
-	env, err := tex.FontEnv(os.TempDir())
+	env, err := tex.FontEnv()
 	if err != nil {
 		t.Fatalf("tex.FontEnv: %v", err)
 	}

@@ -103,7 +103,7 @@ func newSandbox(cfg RunnerConfig) (sandbox, error) {
 			break
 		}
 	}
-	fonts, err := prepareTextFonts(cfg.TempDir)
+	fonts, err := prepareTextFonts(textFontsRoot())
 	if err != nil {
 		return sandbox{}, fmt.Errorf("tex fonts: %w", err)
 	}

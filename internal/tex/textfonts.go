@@ -81,13 +81,29 @@ func presentationForm(r rune) bool {
 // from the same sources, so an old folder is not reused.
 const textFontsVersion = "8"
 
-// prepareTextFonts writes the font copies into a folder under tmp named
+// textFontsRoot is where the folders of font copies live: a cache that
+// outlives every render and every Runner, so not the scratch folder
+// (RunnerConfig.TempDir holds only what a Run or a Pool removes again).
+// It is outprint/ in the user's cache folder ($XDG_CACHE_HOME or
+// $HOME/.cache; the container's HOME is its writable data folder), else
+// the system's temporary folder.
+func textFontsRoot() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		root := filepath.Join(dir, "outprint")
+		if os.MkdirAll(root, 0o755) == nil {
+			return root
+		}
+	}
+	return os.TempDir()
+}
+
+// prepareTextFonts writes the font copies into a folder under root named
 // after a hash of their sources, unless it is already there, and returns
 // the folder. Renders share it; each file is written under a temporary
 // name and renamed, so a reader never sees half a font. A source that is
 // not installed is left out: its script then fails in TeX as a missing
 // font, as it would without the copy.
-func prepareTextFonts(tmp string) (string, error) {
+func prepareTextFonts(root string) (string, error) {
 	type found struct {
 		tf   textFont
 		data []byte
@@ -108,7 +124,7 @@ func prepareTextFonts(tmp string) (string, error) {
 		h.Write([]byte(tf.copy))
 		h.Write(data)
 	}
-	dir := filepath.Join(tmp, "outprint-fonts-"+hex.EncodeToString(h.Sum(nil))[:16])
+	dir := filepath.Join(root, "outprint-fonts-"+hex.EncodeToString(h.Sum(nil))[:16])
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("font folder: %w", err)
 	}
@@ -146,9 +162,9 @@ func prepareTextFonts(tmp string) (string, error) {
 // FontEnv returns the environment entry that lets a TeX run started
 // outside a Runner or Pool (a test that runs xelatex itself) find the font
 // copies, which markdown's preamble loads by file name. It writes them
-// under tmp as every Runner does.
-func FontEnv(tmp string) (string, error) {
-	dir, err := prepareTextFonts(tmp)
+// where every Runner does.
+func FontEnv() (string, error) {
+	dir, err := prepareTextFonts(textFontsRoot())
 	if err != nil {
 		return "", err
 	}
