@@ -21,6 +21,9 @@ packages=(
   gcc libc6-dev
   texlive-xetex texlive-latex-recommended texlive-latex-extra
   texlive-lang-cjk texlive-lang-chinese texlive-lang-arabic texlive-lang-other
+  texlive-lang-european texlive-lang-german texlive-lang-french texlive-lang-spanish
+  texlive-lang-italian texlive-lang-portuguese texlive-lang-polish texlive-lang-czechslovak
+  texlive-lang-cyrillic texlive-lang-greek
   texlive-fonts-recommended lmodern fonts-noto-core fonts-noto-cjk fonts-noto-mono fonts-symbola
   fonts-texgyre-math
   librsvg2-bin poppler-utils qpdf pandoc pdftk-java libjpeg-turbo-progs

@@ -236,11 +236,10 @@ func displayRect(r [4]float64, box [5]float64) [4]float64 {
 	return [4]float64{min(ax, bx), min(ay, by), max(ax, bx), max(ay, by)}
 }
 
-// fold normalises text for comparison: compatibility forms (pdftotext
-// reports Arabic as presentation forms) folded, bidi controls and spaces
-// dropped.
+// fold normalises text for comparison: NFC (Arabic must come back as
+// letters, not presentation forms), bidi controls and spaces dropped.
 func fold(s string) string {
-	s = norm.NFKC.String(s)
+	s = norm.NFC.String(s)
 	return strings.Map(func(r rune) rune {
 		if unicode.IsSpace(r) || unicode.Is(unicode.Bidi_Control, r) || r == 0x200C || r == 0x200D {
 			return -1

@@ -301,10 +301,12 @@ type overlayFont struct {
 
 // overlayFonts are the fonts of markdown's fallback chain (the keys its
 // SplitRuns returns), as XeTeX \font specs: the same families, the script
-// for HarfBuzz where markdown gives fontspec Script=.
+// for HarfBuzz where markdown gives fontspec Script=. Arabic is tex's
+// copy of Noto Naskh Arabic, by file name, as in markdown: its text layer
+// copies as letters.
 var overlayFonts = map[string]overlayFont{
 	"cjk":        {spec: "Noto Serif CJK JP", scripts: markdown.ScriptCJK, breakLocale: "ja"},
-	"arabic":     {spec: "Noto Naskh Arabic:script=arab", scripts: markdown.ScriptArabic},
+	"arabic":     {spec: "[OutprintNaskhArabic-Regular.ttf]:script=arab", scripts: markdown.ScriptArabic},
 	"hebrew":     {spec: "Noto Sans Hebrew:script=hebr", scripts: markdown.ScriptHebrew},
 	"devanagari": {spec: "Noto Sans Devanagari:script=dev2", scripts: markdown.ScriptDevanagari},
 	"thai":       {spec: "Noto Sans Thai:script=thai", scripts: markdown.ScriptThai, breakLocale: "th"},

@@ -75,6 +75,10 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \long\def\@makefntext#1{\parindent\z@\parskip0.2em\relax\leftskip1.5em\def\@finalstrut##1{\ifhmode\unskip\nobreak\vrule\@width\z@\@height\z@\@depth\dp##1\else\ifdim\prevdepth<\dp##1\kern\dimexpr\dp##1-\prevdepth\relax\fi\fi}\noindent\llap{\hb@xt@1.5em{\@makefnmark\hss}}#1}
 \makeatother
 \frenchspacing
+% Hyphenation in the document's language: the patterns of the languages
+% TeX Live installs are in the format (language.dat); a language whose
+% patterns are missing gets English's.
+\newcommand\oplanguage[1]{\ifcsname l@#1\endcsname\language=\csname l@#1\endcsname\else\language=\l@english\fi\relax}
 \hbadness=10000
 \urlstyle{same}
 \makeatletter
@@ -170,6 +174,22 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par\addvspace{0.4em}}
 \newcommand\opalignc{\centering}\newcommand\opalignl{\raggedright}\newcommand\opalignr{\raggedleft}
 \newcommand\opcaption[1]{\par\vspace{0.2em}{\small\itshape #1\par}}
+% A half-width image (Outline's right-50, left-50) before a paragraph: the
+% paragraph's first lines run beside it. \opwrapfig{r|l}{image}{caption}
+% sets the image and its caption in a box as wide as the image and counts
+% the lines it spans (rounded up, with at least two thirds of a line to spare), and
+% starts a new page unless they fit on this one; \opwrapstart, first thing in the next paragraph,
+% narrows those lines (\hangindent), puts the box beside them and keeps
+% them on one page (\clubpenalties); \opwrapend, after it, adds the room
+% a paragraph shorter than the image leaves. No float: the image stays
+% where the document has it.
+\makeatletter
+\newbox\opwrapbox\newcount\opwraplines\newlength\opwrapgap\setlength\opwrapgap{1.2em}
+\newcommand\opwrapfig[3]{\par\setbox0\hbox{#2}\setbox\opwrapbox\vbox{\hsize=\ifdim\wd0<0.25\linewidth 0.25\linewidth\else\wd0\fi\parskip=0pt\csname opalign#1\endcsname\noindent\box0\par#3}\opwraplines=\numexpr(\ht\opwrapbox+\dp\opwrapbox+\baselineskip*6/5)/\baselineskip\relax\def\opwrapside{#1}\opneed{\the\numexpr\opwraplines+1\relax}}
+\newcommand\opwrapstart{\hangafter=-\opwraplines\relax\hangindent=\ifx\opwrapside\opwrapsider-\fi\dimexpr\wd\opwrapbox+\opwrapgap\relax\def\op@cp{}\count@=\z@\loop\ifnum\count@<\opwraplines\edef\op@cp{\op@cp 10000 }\advance\count@\@ne\repeat\clubpenalties=\numexpr\opwraplines+1\relax\op@cp\clubpenalty\leavevmode\ifx\opwrapside\opwrapsider\rlap{\hskip\dimexpr\linewidth-\wd\opwrapbox\relax\smash{\lower\dimexpr\ht\opwrapbox-\ht\strutbox\relax\box\opwrapbox}}\else\llap{\smash{\lower\dimexpr\ht\opwrapbox-\ht\strutbox\relax\box\opwrapbox}\hskip\opwrapgap}\fi\ignorespaces}
+\def\opwrapsider{r}
+\newcommand\opwrapend{\clubpenalties=\z@\ifnum\prevgraf<\opwraplines\vspace{\dimexpr\baselineskip*\numexpr\opwraplines-\prevgraf\relax\relax}\fi\opwraplines=\z@}
+\makeatother
 \newcommand\opmathgap{\par\vspace{0.4\baselineskip}}
 % Tables: \optw is the line width less the column separation (#1 times
 % \tabcolsep); #2 is the size: 0 normal, 1 small, 2 footnotesize, where

@@ -110,7 +110,7 @@ const fontNone = numFonts
 type fontInfo struct {
 	key     string  // Run.Font; the macro is \opfont<key> (letters only)
 	set     fontSet // its bit in fontCoverage
-	family  string  // family name for fontspec
+	family  string  // family name for fontspec (a file name with options' Extension=)
 	options string  // fontspec options: Script= makes HarfBuzz shape the script
 	scripts Scripts // the group that makes FontPreamble load it
 	sans    string  // the sans serif family for sans serif text (headings), if any
@@ -130,8 +130,11 @@ var fonts = [numFonts]fontInfo{
 	// Korean is written with spaces between words and breaks there, not
 	// between any two syllables as Chinese and Japanese do: the same font
 	// without ICU line breaking.
-	fontKorean:     {key: "korean", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK},
-	fontArabic:     {key: "arabic", set: covArabic, family: "Noto Naskh Arabic", options: "Script=Arabic", scripts: ScriptArabic, rtl: true},
+	fontKorean: {key: "korean", set: covCJK, family: "Noto Serif CJK JP", options: "AutoFakeSlant=0.15", scripts: ScriptCJK},
+	// Arabic is set in tex's copy of Noto Naskh Arabic, loaded by file
+	// name (OSFONTDIR): same glyphs and shaping, a text layer that copies
+	// as letters instead of presentation forms (tex/textfonts.go).
+	fontArabic:     {key: "arabic", set: covArabic, family: "OutprintNaskhArabic", options: "Extension=.ttf,UprightFont=*-Regular,BoldFont=*-Bold,Script=Arabic", scripts: ScriptArabic, rtl: true},
 	fontHebrew:     {key: "hebrew", set: covHebrew, family: "Noto Serif Hebrew", sans: "Noto Sans Hebrew", options: "Script=Hebrew", scripts: ScriptHebrew, rtl: true},
 	fontDevanagari: {key: "devanagari", set: covDevanagari, family: "Noto Serif Devanagari", sans: "Noto Sans Devanagari", options: "Script=Devanagari", scripts: ScriptDevanagari},
 	fontThai:       {key: "thai", set: covThai, family: "Noto Serif Thai", sans: "Noto Sans Thai", options: "Script=Thai", scripts: ScriptThai, breakLocale: "th"},

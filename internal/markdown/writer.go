@@ -160,6 +160,7 @@ type writer struct {
 	ulem       int  // inside \opul, \opst or \ophl
 	link       bool // inside link text
 	caption    bool // inside an image caption (a minipage)
+	wrapNext   bool // the next paragraph runs beside a half-width image
 	args       int  // open macro arguments around inline text (\textbf{…}, \href{…}{…}): no \par there
 	quiet      bool // writing text a second time: no warnings
 
@@ -225,6 +226,9 @@ func (r *writer) docinfo(m Meta) {
 	if validLang(lang) {
 		r.raw(`\special{pdf:put @catalog <</Lang (` + lang + `)>>}%` + "\n")
 	}
+	// Hyphenation patterns of the document's language (a name from a
+	// fixed table, never user text).
+	r.raw(`\oplanguage{` + hyphenationName(lang) + `}%` + "\n")
 }
 
 var langRE = regexp.MustCompile(`^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$`)
@@ -360,6 +364,10 @@ func (r *writer) rawLines(n ast.Node) string {
 
 func (r *writer) paragraph(n ast.Node) {
 	if r.onlyImages(n) {
+		if img := r.wrapImage(n); img != nil {
+			r.wrapFigure(img)
+			return
+		}
 		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 			if img, ok := c.(*ast.Image); ok {
 				r.figure(img)
@@ -367,9 +375,60 @@ func (r *writer) paragraph(n ast.Node) {
 		}
 		return
 	}
+	wrap := r.wrapNext
+	r.wrapNext = false
+	if wrap {
+		r.raw(`\opwrapstart `)
+	}
 	r.bidiPara(n)
 	r.raw(`\par`)
+	if wrap {
+		r.raw(`\opwrapend`)
+	}
 	r.nl()
+}
+
+// wrapImage returns the image of a paragraph that is one half-width image
+// (right-50, left-50) at the top level, followed by a paragraph of text:
+// that paragraph runs beside it. Elsewhere (in a list, a notice, before a
+// heading or a table) a half-width image stays a figure of its own.
+func (r *writer) wrapImage(n ast.Node) *ast.Image {
+	img, ok := n.FirstChild().(*ast.Image)
+	if !ok || img.NextSibling() != nil || n.Parent() == nil || n.Parent().Kind() != ast.KindDocument {
+		return nil
+	}
+	next, ok := n.NextSibling().(*ast.Paragraph)
+	if !ok || r.onlyImages(next) || !parseHints(resolveEscapes(img.Title)).half {
+		return nil
+	}
+	if _, ok := r.images[resolveEscapes(img.Destination)]; !ok {
+		return nil
+	}
+	return img
+}
+
+// wrapFigure sets a half-width image with its caption for the next
+// paragraph to run beside (\opwrapfig; the paragraph starts with
+// \opwrapstart).
+func (r *writer) wrapFigure(n *ast.Image) {
+	h := parseHints(resolveEscapes(n.Title))
+	call, ok := r.imageCall(n, `0.5\linewidth`)
+	if !ok {
+		r.figure(n)
+		return
+	}
+	r.at(n)
+	r.nl()
+	r.raw(`\opwrapfig{` + string(h.align) + "}{" + call + "}{")
+	if n.ChildCount() > 0 {
+		r.raw(`\opcaption{`)
+		r.caption = true
+		r.bidiPara(n)
+		r.caption = false
+		r.raw("}")
+	}
+	r.raw("}\n")
+	r.wrapNext = true
 }
 
 // onlyImages reports whether a paragraph holds images and nothing but

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/tex"
 )
 
 // writeTestImages writes the files goldenImages names into dir: a PNG, a
@@ -80,13 +81,24 @@ func compileTeX(t *testing.T, dir, name, doc string) (string, string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "xelatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", name+".tex")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "openin_any=p", "openout_any=p")
+	cmd.Env = append(os.Environ(), "openin_any=p", "openout_any=p", fontEnv(t))
 	out, err := cmd.CombinedOutput()
 	logText, _ := os.ReadFile(filepath.Join(dir, name+".log"))
 	if err != nil {
 		t.Fatalf("xelatex %s: %v\n%s", name, err, tail(string(out), 3000))
 	}
 	return filepath.Join(dir, name+".pdf"), string(logText)
+}
+
+// fontEnv is the environment entry that lets XeLaTeX find tex's font
+// copies (the Arabic font the preamble loads by file name).
+func fontEnv(t testing.TB) string {
+	t.Helper()
+	env, err := tex.FontEnv()
+	if err != nil {
+		t.Fatalf("tex.FontEnv: %v", err)
+	}
+	return env
 }
 
 func tail(s string, n int) string {

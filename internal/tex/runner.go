@@ -103,8 +103,12 @@ func newSandbox(cfg RunnerConfig) (sandbox, error) {
 			break
 		}
 	}
+	fonts, err := prepareTextFonts(textFontsRoot())
+	if err != nil {
+		return sandbox{}, fmt.Errorf("tex fonts: %w", err)
+	}
 	return sandbox{
-		program: prog, xdvipdfmx: driver, path: path, memoryBytes: cfg.MemoryBytes,
+		program: prog, xdvipdfmx: driver, path: path, fonts: fonts, memoryBytes: cfg.MemoryBytes,
 		processes: cfg.Processes, scratchBytes: cfg.ScratchBytes,
 	}, nil
 }

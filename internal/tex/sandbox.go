@@ -28,6 +28,7 @@ type sandbox struct {
 	program      string // absolute path of xelatex
 	xdvipdfmx    string // absolute path of xdvipdfmx, "" if not found
 	path         string // PATH inside the sandbox
+	fonts        string // folder of the font copies (prepareTextFonts)
 	memoryBytes  uint64
 	processes    uint64
 	scratchBytes int64
@@ -47,6 +48,10 @@ func (s *sandbox) env(dir string) []string {
 		"TEXMFVAR=" + filepath.Join(dir, ".texmf-var"),
 		"TEXMFCONFIG=" + filepath.Join(dir, ".texmf-config"),
 		"XDG_CACHE_HOME=" + filepath.Join(dir, ".cache"),
+		// The font copies of prepareTextFonts come first when XeTeX and
+		// xdvipdfmx look a font file up by name; the trailing colon keeps
+		// texmf.cnf's folders after it.
+		"OSFONTDIR=" + s.fonts + ":",
 		// Debian's texmf.cnf reads any file (openin_any=a); paranoid mode
 		// refuses absolute paths, "..", and dot files for \input, \openin
 		// and \openout alike.
