@@ -545,7 +545,6 @@ func TestAttachmentErrors(t *testing.T) {
 	slow := f.s.AddAttachment(outlinetest.Attachment{Body: []byte("x"), Delay: 10 * time.Second})
 	failing := f.s.AddAttachment(outlinetest.Attachment{Body: []byte("x"), StorageStatus: 500})
 	expired := f.s.AddAttachment(outlinetest.Attachment{Body: []byte("x"), StorageStatus: 403})
-	big := f.s.AddAttachment(outlinetest.Attachment{Body: bytes.Repeat([]byte("x"), limits.MaxImageBytes+100)})
 
 	var api *APIError
 	_, err := f.c.Attachment(context.Background(), f.jane.Token, "/api/attachments.redirect?id=c0ffee00-0000-4000-8000-000000000000")
@@ -566,7 +565,12 @@ func TestAttachmentErrors(t *testing.T) {
 			t.Errorf("%s: Attachment = %v, want ErrUnavailable", name, err)
 		}
 	}
-	got, err := f.c.Attachment(context.Background(), f.jane.Token, big)
+	// The read limit is checked with the default timeout: reading 10 MiB
+	// under the race detector on a busy machine can take longer than the
+	// 300 ms that makes "slow" slow.
+	fb := newFixture(t, nil)
+	big := fb.s.AddAttachment(outlinetest.Attachment{Body: bytes.Repeat([]byte("x"), limits.MaxImageBytes+100)})
+	got, err := fb.c.Attachment(context.Background(), fb.jane.Token, big)
 	if err != nil || len(got) != limits.MaxImageBytes+1 {
 		t.Errorf("too large: Attachment = %d bytes, %v; want MaxImageBytes+1 bytes", len(got), err)
 	}
