@@ -92,14 +92,15 @@ func emojiAt(s string, i int) int {
 		return 0
 	}
 	j := i + size
-	for j < len(s) {
+	for runes := 1; j < len(s) && runes < maxEmojiRunes; runes++ {
 		q, qs := utf8.DecodeRuneInString(s[j:])
 		switch {
 		case q == 0xfe0f || q == 0x20e3 || q >= 0x1f3fb && q <= 0x1f3ff || q >= 0xe0020 && q <= 0xe007f:
 			j += qs
-		case q == 0x200d:
+		case q == 0x200d && runes+2 <= maxEmojiRunes:
 			if p := next(j + qs); isPictograph(p) || isEmojiPresentation(p) {
 				j += qs + utf8.RuneLen(p)
+				runes++
 				continue
 			}
 			return j - i
@@ -109,6 +110,11 @@ func emojiAt(s string, i int) int {
 	}
 	return j - i
 }
+
+// maxEmojiRunes bounds an emoji sequence: the longest the emoji sets have
+// (a family of four with its joiners, a subdivision flag with its tags)
+// are well below it, and a longer chain of joiners is split.
+const maxEmojiRunes = 16
 
 func isRegional(r rune) bool { return r >= 0x1f1e6 && r <= 0x1f1ff }
 

@@ -272,7 +272,9 @@ const maxActualWord = 48
 // /ActualText is the word's own text (UTF-16BE in hex, so no user text
 // reaches the special).
 func (w *texWriter) escRun(r Run, m textMode) {
-	if w.emoji != nil && m == modeText && !w.frozen && hasEmojiStart(r.Text) {
+	// In a right-to-left stretch TeX--XeT reverses what it holds, the
+	// specials of an image's text layer too, so there emoji stay text.
+	if w.emoji != nil && m == modeText && !w.frozen && !r.RTL && !w.rtlOpen && hasEmojiStart(r.Text) {
 		w.emojiRun(r, m)
 		return
 	}

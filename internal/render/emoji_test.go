@@ -122,6 +122,11 @@ func TestEmojiImages(t *testing.T) {
 					if h := w.yMax - w.yMin; h < 0.8*lineH || h > 1.25*lineH {
 						t.Errorf("%s: box %.1f pt high, the text's %.1f pt", c, h, lineH)
 					}
+					// An emoji is about an em wide, more than half the
+					// line's height.
+					if wd := w.xMax - w.xMin; wd < 0.6*lineH || wd > 1.2*lineH {
+						t.Errorf("%s: box %.1f pt wide, the line %.1f pt high", c, wd, lineH)
+					}
 				}
 				if !found {
 					t.Errorf("pdftotext -bbox has no word %q", c)
