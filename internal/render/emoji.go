@@ -28,8 +28,10 @@ const emojiProbe = "1f600.svg"
 // about 20 KB).
 const maxEmojiSVG = 256 << 10
 
-// emojiSet finds dir's emoji set: dir itself when it holds one, else "".
-func emojiSet(dir string) string {
+// EmojiSet returns dir when it holds an emoji image set, else "" (emoji
+// then print as the emoji font's outlines): `outprint config check` shows
+// which.
+func EmojiSet(dir string) string {
 	if dir == "" {
 		return ""
 	}

@@ -139,10 +139,10 @@ func New(cfg Config) *Pipeline {
 	p := &Pipeline{engine: cfg.Engine, limits: l, tempDir: cfg.TempDir}
 	switch cfg.EmojiDir {
 	case "":
-		p.emojiDir = emojiSet(DefaultEmojiDir)
+		p.emojiDir = EmojiSet(DefaultEmojiDir)
 	case "-":
 	default:
-		p.emojiDir = emojiSet(cfg.EmojiDir)
+		p.emojiDir = EmojiSet(cfg.EmojiDir)
 	}
 	switch {
 	case cfg.SVGCacheBytes == 0:
