@@ -9,6 +9,11 @@ RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/outprint ./cmd/outprint
 
+# The emoji image set (Twemoji's SVGs from npm, checked against a pinned
+# checksum), installed by the same script as scripts/setup.sh.
+FROM node:22-trixie-slim AS emoji
+RUN --mount=type=bind,source=scripts/emoji.sh,target=/tmp/emoji.sh bash /tmp/emoji.sh
+
 FROM debian:trixie-slim
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The Debian packages are scripts/setup.sh's list, read from it so the two
@@ -25,6 +30,7 @@ RUN --mount=type=bind,source=scripts/setup.sh,target=/tmp/setup.sh \
 RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/outprint --shell /usr/sbin/nologin outprint \
     && install -d -o outprint -g outprint -m 0700 /var/lib/outprint
 COPY --from=build /out/outprint /usr/local/bin/outprint
+COPY --from=emoji /usr/local/share/outprint/emoji /usr/local/share/outprint/emoji
 # The root file system is mounted read-only (compose.yaml); the data folder
 # is a tmpfs for TeX's scratch files, and HOME points there for fontconfig.
 ENV HOME=/var/lib/outprint \

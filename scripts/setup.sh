@@ -54,18 +54,30 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 go mod download
 
-# The web page's browser tests check accessibility with axe-core, an npm
-# package pinned by internal/web/testdata/package-lock.json.
-if [ ! -f internal/web/testdata/node_modules/axe-core/axe.min.js ]; then
+need_npm() {
   if ! command -v npm >/dev/null 2>&1; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
   fi
+}
+
+# The web page's browser tests check accessibility with axe-core, an npm
+# package pinned by internal/web/testdata/package-lock.json.
+if [ ! -f internal/web/testdata/node_modules/axe-core/axe.min.js ]; then
+  need_npm
   echo "setup: installing axe-core for the browser tests" >&2
   npm ci --prefix internal/web/testdata --no-audit --no-fund --loglevel=error >/dev/null
 fi
+
+# The emoji image set (Twemoji's SVGs, an npm package) in
+# /usr/local/share/outprint/emoji, where the service looks for it.
+if [ ! -f /usr/local/share/outprint/emoji/twemoji-16.0.1/svg/1f600.svg ]; then
+  need_npm
+  echo "setup: installing the emoji image set" >&2
+fi
+bash scripts/emoji.sh
 
 # SeaweedFS's weed, the S3-compatible server the store and cluster tests
 # start: built once from its Go module and cached outside the clone.

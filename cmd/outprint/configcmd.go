@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/outprint/outprint/internal/config"
+	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/service"
 )
 
@@ -61,5 +62,10 @@ func configCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stdout, "# effective configuration: %s and the environment\n", path)
 	}
 	fmt.Fprint(stdout, cfg.Effective())
+	if render.EmojiSet(render.DefaultEmojiDir) != "" {
+		fmt.Fprintf(stdout, "# emoji: images from %s\n", render.DefaultEmojiDir)
+	} else {
+		fmt.Fprintf(stdout, "# emoji: no image set in %s; emoji print as Symbola outlines (scripts/emoji.sh installs it)\n", render.DefaultEmojiDir)
+	}
 	return exitOK
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/config"
+	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/service"
 	"github.com/outprint/outprint/internal/testenv"
 )
@@ -159,7 +160,8 @@ func TestConfigCheck(t *testing.T) {
 	if code := run(context.Background(), []string{"config", "check", good}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("config check good = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"slots: 3 # from " + good + ":2", "queueDepth: 4", "listen: 127.0.0.1:8080"} {
+	// setup.sh installs the emoji image set; the check names it.
+	for _, want := range []string{"slots: 3 # from " + good + ":2", "queueDepth: 4", "listen: 127.0.0.1:8080", "# emoji: images from " + render.DefaultEmojiDir} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("config check output lacks %q:\n%s", want, stdout.String())
 		}

@@ -23,7 +23,7 @@ var vocabulary = func() map[string]bool {
 		textbar textasciigrave textbullet
 		opbr opbrk opnl optt opurl opul opst ophl opfnmark opanchor opminorheading
 		opcodelines opnewpage oprule opmissing opimg opcaption opflatitem opnoticelabel opheadbreak opitemhead opframefirst
-		optoggletitle opthead opkbd ophlbox textsuperscript textsubscript textquotesingle opph opmathgap opactual opneed opcolinit opcolm opcoln opcolwidths opcw opcolgap opcelll opcellr opcellc optitle opsubtitle opbyline opcontentsline numberline opmark oplanguage opwrapfig opwrapstart opwrapend
+		optoggletitle opthead opkbd ophlbox textsuperscript textsubscript textquotesingle opph opmathgap opactual opemoji opneed opcolinit opcolm opcoln opcolwidths opcw opcolgap opcelll opcellr opcellc optitle opsubtitle opbyline opcontentsline numberline opmark oplanguage opwrapfig opwrapstart opwrapend
 		emph textbf href hyperlink footnote footnotetext item begin end
 		section subsection subsubsection paragraph subparagraph texorpdfstring
 		special setcounter par toprule midrule bottomrule endfirsthead endhead small footnotesize

@@ -74,6 +74,7 @@ type Document struct {
 	// letters holds the letter-list markers of the Outline dialect, by
 	// byte offset of their line (letterLists).
 	letters map[int]letterItem
+	emoji   []string // distinct emoji names, at most MaxEmoji (emoji.go)
 }
 
 // heading is a heading with its plain text, which the writer needs twice
@@ -166,7 +167,9 @@ func Parse(src []byte, opts Options) (*Document, error) {
 		}
 		return ast.WalkContinue, nil
 	})
-	d.scripts = ScriptsOf(nonASCII(src) + extra.String())
+	chars := nonASCII(src) + extra.String()
+	d.scripts = ScriptsOf(chars)
+	d.emoji = emojiNames(chars, MaxEmoji)
 	problems = append(problems, d.unprintable()...)
 	if len(problems) > 0 {
 		sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })

@@ -26,6 +26,15 @@ var pathological = []struct {
 	name string
 	gen  func(n int) string
 }{
+	{"emoji, distinct and repeated", func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteRune(0x1f600 + rune(i%400))
+			b.WriteString("👍🏽 :smile: ")
+		}
+		return b.String()
+	}},
+	{"emoji joined without end", func(n int) string { return strings.Repeat("😀\u200d", n) }},
 	{"nested strong emph", func(n int) string { return strings.Repeat("*a **a ", n/2) + "b" + strings.Repeat(" a** a*", n/2) }},
 	{"emph closers without openers", func(n int) string { return strings.Repeat("a_ ", n) }},
 	{"emph openers without closers", func(n int) string { return strings.Repeat("_a ", n) }},
@@ -104,7 +113,16 @@ func convert(src string) {
 	for _, dialect := range []Dialect{DialectCommonMark, DialectOutline} {
 		d, err := Parse([]byte(src), Options{Dialect: dialect})
 		if err == nil {
-			_, _ = d.LaTeX(Meta{}, nil)
+			// Every emoji the document lists has an image, as when the
+			// render has the emoji set.
+			var imgs map[string]Image
+			for i, name := range d.Emoji() {
+				if imgs == nil {
+					imgs = map[string]Image{}
+				}
+				imgs[EmojiKey(name)] = Image{File: fmt.Sprintf("emoji-img-%02d.pdf", i+1), Width: 27, Height: 27}
+			}
+			_, _ = d.LaTeX(Meta{}, imgs)
 		}
 	}
 }

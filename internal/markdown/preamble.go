@@ -143,6 +143,12 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \DeclareRobustCommand\opnl{\ifhmode\unskip\newline\fi}
 % A word whose glyphs do not map back to its text (texwriter.escRun):
 % a marked-content span with the text as /ActualText (#1, UTF-16BE hex).
+% An emoji image: at the height of the text's em, its foot a little below
+% the baseline like a glyph's descender, its text (#1) in /ActualText.
+% Readers give an ActualText only for the glyphs drawn inside its span, so
+% an invisible em dash (text render mode 3), about the emoji's width, lies
+% under the image.
+\DeclareRobustCommand\opemoji[2]{\opactual{#1}{\rlap{\raisebox{-0.12em}{\includegraphics[height=0.95em]{#2}}}\special{pdf:literal direct 3 Tr}\makebox[0.95em][l]{\rmfamily\mdseries\upshape\symbol{"2014}}\special{pdf:literal direct 0 Tr}}}
 \DeclareRobustCommand\opactual[2]{\leavevmode\hbox{\special{pdf:literal direct /Span<</ActualText<#1>>>BDC}#2\special{pdf:literal direct EMC}}}
 % Inline code and URLs keep their monospace spacing: a space is the
 % font's own, never stretched by justification; and they are never

@@ -77,6 +77,10 @@ type texWriter struct {
 	frozen    bool                          // inside ulem: rtlOpen does not change, RTL runs are stretches of their own
 	rtlPrev   fontID                        // font of the last letter written if it is right to left, else fontNone
 	lookahead func() (f fontID, digit bool) // the first letter after the current piece (see writer.nextLetter)
+
+	// emoji returns the image file of an emoji name (see emoji.go), ok
+	// false when there is none; nil: every emoji stays text.
+	emoji func(name string) (file string, ok bool)
 }
 
 // raw writes LaTeX made by the writer (or by HighlightCode) as it is.
@@ -268,6 +272,50 @@ const maxActualWord = 48
 // /ActualText is the word's own text (UTF-16BE in hex, so no user text
 // reaches the special).
 func (w *texWriter) escRun(r Run, m textMode) {
+	// In a right-to-left stretch TeX--XeT reverses what it holds, the
+	// specials of an image's text layer too, so there emoji stay text.
+	if w.emoji != nil && m == modeText && !w.frozen && !r.RTL && !w.rtlOpen && hasEmojiStart(r.Text) {
+		w.emojiRun(r, m)
+		return
+	}
+	w.escText(r, m)
+}
+
+// emojiRun writes a run's text with each emoji sequence that has an image
+// as \opemoji{hex}{file} (see emoji.go): the hex is the sequence's own
+// text and the file a name the images stage made, so no user text reaches
+// TeX as a command.
+func (w *texWriter) emojiRun(r Run, m textMode) {
+	s := r.Text
+	start := 0
+	for i := 0; i < len(s); {
+		n := emojiAt(s, i)
+		if n == 0 {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			continue
+		}
+		seq := s[i : i+n]
+		file, ok := w.emoji(EmojiName(seq))
+		if !ok {
+			i += n
+			continue
+		}
+		if start < i {
+			w.escText(Run{Text: s[start:i], Font: r.Font, RTL: r.RTL}, m)
+		}
+		w.raw(`\opemoji{` + emojiHex(seq) + `}{` + file + `}`)
+		w.word = 0
+		i += n
+		start = i
+	}
+	if start < len(s) {
+		w.escText(Run{Text: s[start:], Font: r.Font, RTL: r.RTL}, m)
+	}
+}
+
+// escText writes a run's text as text (see escRun).
+func (w *texWriter) escText(r Run, m textMode) {
 	if !actualText(r.Font) || m == modePlain {
 		w.esc(r.Text, m)
 		return

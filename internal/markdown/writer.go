@@ -66,6 +66,10 @@ func (d *Document) LaTeX(meta Meta, images map[string]Image) (*Output, error) {
 func (d *Document) latex(stop func() bool, meta Meta, images map[string]Image) (*Output, error) {
 	r := &writer{d: d, images: images, fnNumber: map[int]int{}, stop: stop}
 	r.lookahead = r.nextLetter
+	r.emoji = func(name string) (string, bool) {
+		img, ok := images[EmojiKey(name)]
+		return img.File, ok && safeFile(img.File)
+	}
 	r.rtlPrev = fontNone
 	r.texWriter.b = make([]byte, 0, len(d.src)*2+4096)
 	r.firstBreak, r.everyBreak = 20, 6

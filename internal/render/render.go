@@ -103,6 +103,9 @@ type Config struct {
 	// SVGCacheBytes bounds the PDFs kept of SVGs converted before (see
 	// images.SVGCache; default 32 MiB, negative: none).
 	SVGCacheBytes int64
+	// EmojiDir is the emoji image set (default DefaultEmojiDir; "-":
+	// none). Without a set, emoji are the emoji font's outlines.
+	EmojiDir string
 }
 
 // defaultSVGCacheBytes is the default of Config.SVGCacheBytes: thousands
@@ -116,6 +119,8 @@ type Pipeline struct {
 	limits  limits.Render
 	tempDir string
 	svgs    *images.SVGCache
+	// emojiDir is the emoji image set, "" when there is none.
+	emojiDir string
 }
 
 // New returns a pipeline for cfg.
@@ -132,6 +137,13 @@ func New(cfg Config) *Pipeline {
 		l.MaxPDFBytes = d.MaxPDFBytes
 	}
 	p := &Pipeline{engine: cfg.Engine, limits: l, tempDir: cfg.TempDir}
+	switch cfg.EmojiDir {
+	case "":
+		p.emojiDir = EmojiSet(DefaultEmojiDir)
+	case "-":
+	default:
+		p.emojiDir = EmojiSet(cfg.EmojiDir)
+	}
 	switch {
 	case cfg.SVGCacheBytes == 0:
 		p.svgs = images.NewSVGCache(defaultSVGCacheBytes)
@@ -300,6 +312,16 @@ func (p *Pipeline) run(ctx context.Context, pr *Prepared, report func(string, in
 	for url, c := range canon {
 		imgs[url] = markdown.Image{File: c.File, Width: c.Width, Height: c.Height}
 		files[c.File] = filepath.Join(dir, c.File)
+	}
+	emoji, emojiFiles, err := p.emojiImages(ctx, dir, pr.doc.Emoji())
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range emoji {
+		imgs[k] = v
+	}
+	for k, v := range emojiFiles {
+		files[k] = v
 	}
 	// The conversion is pure CPU; LaTeXContext stops it within a block
 	// when the deadline passes or the client leaves, so the slot is free

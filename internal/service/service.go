@@ -259,6 +259,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *Main, err er
 	})
 
 	m.pl = render.New(render.Config{Engine: eng.Engine, Limits: cfg.Render.Limits(), TempDir: tmp})
+	// Without the emoji image set renders still succeed, with emoji as
+	// black outlines: the operator learns it here, once.
+	if d := m.pl.EmojiDir(); d != "" {
+		log.Info("emoji images", "dir", d)
+	} else {
+		log.Warn("no emoji image set: emoji print as Symbola outlines; scripts/emoji.sh installs it", "dir", render.DefaultEmojiDir)
+	}
 
 	// One SSRF-safe client fetches external images from the allowed hosts
 	// and talks to Outline.
