@@ -106,7 +106,13 @@ type options struct {
 	gatewayRSS            int64
 	workerRSS             []int64
 	oneRate, twoRate      float64
-	failures              []string
+	// oneShare, twoShare: the workers' part (with their TeX processes)
+	// of all the CPU the machine spent while the jobs ran.
+	oneShare, twoShare float64
+	// oneBusy, twoBusy: how many of the machine's CPUs were busy, on
+	// average, while the jobs ran.
+	oneBusy, twoBusy float64
+	failures         []string
 }
 
 func main() {
@@ -119,7 +125,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 20, "synchronous memos through each path (median)")
 	flag.IntVar(&o.jobs, "jobs", 10000, "jobs in the acceptance burst, left queued")
 	flag.IntVar(&o.clients, "clients", 32, "concurrent HTTP clients of the acceptance burst")
-	flag.IntVar(&o.render, "render", 40, "memos rendered as jobs by one and by two workers")
+	flag.IntVar(&o.render, "render", 80, "memos rendered as jobs by one and by two workers")
 	flag.DurationVar(&o.sample, "sample", 10*time.Second, "how long the workers' RSS is sampled on the backlog")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound of each phase")
 	flag.BoolVar(&o.quick, "quick", false, "small counts (-runs 3 -jobs 300 -render 6 -sample 3s), to prove the bench works")
@@ -228,6 +234,8 @@ func report(o *options) {
 	if o.oneRate > 0 && o.twoRate > 0 {
 		rows = append(rows,
 			row{fmt.Sprintf("%d memo jobs, one worker on CPU %s", o.render, o.cpuZero), fmt.Sprintf("%.2f jobs/s", o.oneRate), "", ""},
+			row{"  CPUs busy / the workers' share, one", fmt.Sprintf("%.2f / %.0f %%", o.oneBusy, 100*o.oneShare), "", ""},
+			row{"  CPUs busy / the workers' share, two", fmt.Sprintf("%.2f / %.0f %%", o.twoBusy, 100*o.twoShare), "", ""},
 			row{fmt.Sprintf("%d memo jobs, two workers on CPU %s and %s", o.render, o.cpuZero, o.cpuOne), fmt.Sprintf("%.2f jobs/s (%.2f×)", o.twoRate, o.twoRate/o.oneRate),
 				"≥ 1.8× one", yes(o.twoRate >= 1.8*o.oneRate)})
 	}
@@ -716,39 +724,46 @@ func acceptPhase(o *options, s3 string) error {
 // scalePhase: o.render memo jobs through one worker pinned to one CPU,
 // then through two pinned to one CPU each, each on a fresh database.
 func scalePhase(o *options, s3 string) error {
-	one, err := throughput(o, s3, []string{o.cpuZero})
+	one, oneShare, oneBusy, err := throughput(o, s3, []string{o.cpuZero})
 	if err != nil {
 		return fmt.Errorf("one worker: %w", err)
 	}
-	two, err := throughput(o, s3, []string{o.cpuZero, o.cpuOne})
+	two, twoShare, twoBusy, err := throughput(o, s3, []string{o.cpuZero, o.cpuOne})
 	if err != nil {
 		return fmt.Errorf("two workers: %w", err)
 	}
 	o.oneRate, o.twoRate = one, two
+	o.oneShare, o.twoShare = oneShare, twoShare
+	o.oneBusy, o.twoBusy = oneBusy, twoBusy
 	return nil
 }
 
 // throughput starts a worker per CPU list (capacity 1 each) and a
 // gateway, posts o.render memo jobs and returns jobs/s from the first POST
-// to the moment every job has succeeded.
-func throughput(o *options, s3 string, cpus []string) (float64, error) {
+// to the moment every job has succeeded, the workers' share of the CPU
+// the whole machine spent meanwhile (the rest is PostgreSQL, the store,
+// the gateway and this bench, which share the same cores) and how many
+// CPUs were busy on average.
+func throughput(o *options, s3 string, cpus []string) (rate, share, cpusBusy float64, err error) {
 	env, err := cluster(o, s3)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	var urls []string
+	var workers []*proc
 	for _, c := range cpus {
 		w, err := start(o, "worker", c, "/readyz", append(env, "OUTPRINT_WORKER_CAPACITY=1"))
 		if err != nil {
-			return 0, err
+			return 0, 0, 0, err
 		}
 		defer w.kill()
 		urls = append(urls, w.url)
+		workers = append(workers, w)
 	}
 	g, err := start(o, "gateway", "", "/readyz", append(env, "OUTPRINT_GATEWAY_WORKERS="+strings.Join(urls, ","),
 		"OUTPRINT_ADMISSION_PER_USER=8", "OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT=100000"))
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	defer g.stop()
 	// Warm up: a few jobs per worker first, so that the figure is the
@@ -756,20 +771,80 @@ func throughput(o *options, s3 string, cpus []string) (float64, error) {
 	// the workers' start.
 	warm, _, _, err := postJobs(g.url, 2*len(cpus), 8, memo)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	if err := waitJobs(g.url, warm, o.timeout); err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
-	t0 := time.Now()
+	t0, busy0, cpu0 := time.Now(), machineBusy(), workersCPU(workers)
 	ids, _, _, err := postJobs(g.url, o.render, 8, memo)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	if err := waitJobs(g.url, ids, o.timeout); err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
-	return float64(len(ids)) / time.Since(t0).Seconds(), nil
+	elapsed := time.Since(t0).Seconds()
+	rate = float64(len(ids)) / elapsed
+	if busy := machineBusy() - busy0; busy > 0 {
+		share = float64(workersCPU(workers)-cpu0) / float64(busy)
+		cpusBusy = float64(busy) / clockTicks / elapsed
+	}
+	return rate, share, cpusBusy, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100
+
+// machineBusy is the CPU time, in clock ticks, all CPUs spent on anything
+// but idling since boot (/proc/stat).
+func machineBusy() int64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal …
+	var busy int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy
+}
+
+// workersCPU is the CPU time, in clock ticks, of the worker processes and
+// every process in their process trees (their TeX processes, zygotes and
+// xdvipdfmx): each live process's own time plus its reaped children's.
+func workersCPU(ws []*proc) int64 {
+	var total int64
+	for _, w := range ws {
+		total += treeCPU(w.pid())
+	}
+	return total
+}
+
+func treeCPU(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // from field 3, state
+	var t int64
+	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime (fields 14–17)
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		t += n
+	}
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, k := range strings.Fields(string(kids)) {
+		if c, err := strconv.Atoi(k); err == nil {
+			t += treeCPU(c)
+		}
+	}
+	return t
 }
 
 // waitJobs polls each job until all succeeded; a failed or cancelled job
@@ -778,8 +853,16 @@ func waitJobs(base string, ids []string, timeout time.Duration) error {
 	pending := slices.Clone(ids)
 	deadline := time.Now().Add(timeout)
 	for len(pending) > 0 {
+		// Jobs finish about in the order they were posted: ask about
+		// them in order and stop at the first one not done, so that the
+		// polling (a request and a query per job) does not take the CPU
+		// the workers are measured on.
 		var still []string
-		for _, id := range pending {
+		for i, id := range pending {
+			if len(still) > 0 {
+				still = append(still, pending[i:]...)
+				break
+			}
 			resp, err := client.Get(base + "/v1/jobs/" + id)
 			if err != nil {
 				return err
