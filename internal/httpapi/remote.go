@@ -80,45 +80,59 @@ type RemoteRenderer struct {
 	probedOnce bool
 }
 
-// NewRemoteRenderer returns a renderer on cfg's workers.
-func NewRemoteRenderer(cfg RemoteConfig) (*RemoteRenderer, error) {
-	if len(cfg.Workers) == 0 {
-		return nil, errors.New("gateway.workers: a gateway needs at least one worker URL")
+// WithDefaults returns c with every unset field at its default: the
+// Default* bounds, a client of its own (no proxy from the environment:
+// workers are on the operator's network, named by the operator) and no
+// logs.
+func (c RemoteConfig) WithDefaults() RemoteConfig {
+	if c.MaxPDFBytes <= 0 {
+		c.MaxPDFBytes = limits.MaxPDFBytes
 	}
-	if cfg.Secret == "" {
-		return nil, errors.New("cluster.secret: a gateway needs the cluster secret (OUTPRINT_CLUSTER_SECRET)")
+	if c.DownFor <= 0 {
+		c.DownFor = DefaultWorkerDownFor
 	}
-	for _, w := range cfg.Workers {
-		if u, err := url.Parse(w); err != nil || u.Host == "" {
-			return nil, fmt.Errorf("gateway.workers: %q is not a worker URL", w)
-		}
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = DefaultProbeInterval
 	}
-	if cfg.MaxPDFBytes <= 0 {
-		cfg.MaxPDFBytes = limits.MaxPDFBytes
+	if c.ProbeTimeout <= 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
 	}
-	if cfg.DownFor <= 0 {
-		cfg.DownFor = DefaultWorkerDownFor
-	}
-	if cfg.ProbeInterval <= 0 {
-		cfg.ProbeInterval = DefaultProbeInterval
-	}
-	if cfg.ProbeTimeout <= 0 {
-		cfg.ProbeTimeout = DefaultProbeTimeout
-	}
-	client := cfg.Client
-	if client == nil {
+	if c.Client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
-		// Workers are on the operator's network, named by the operator;
-		// a proxy from the environment must not sit between them.
 		tr.Proxy = nil
-		client = &http.Client{Transport: tr}
+		c.Client = &http.Client{Transport: tr}
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &RemoteRenderer{cfg: cfg, client: client, log: log, down: map[string]time.Time{}, probed: map[string]probeState{}}, nil
+	return c
+}
+
+// validate refuses a configuration a gateway cannot dispatch with, naming
+// the setting.
+func (c RemoteConfig) validate() error {
+	if len(c.Workers) == 0 {
+		return errors.New("gateway.workers: a gateway needs at least one worker URL")
+	}
+	if c.Secret == "" {
+		return errors.New("cluster.secret: a gateway needs the cluster secret (OUTPRINT_CLUSTER_SECRET)")
+	}
+	for _, w := range c.Workers {
+		if u, err := url.Parse(w); err != nil || u.Host == "" {
+			return fmt.Errorf("gateway.workers: %q is not a worker URL", w)
+		}
+	}
+	return nil
+}
+
+// NewRemoteRenderer returns a renderer on cfg's workers.
+func NewRemoteRenderer(cfg RemoteConfig) (*RemoteRenderer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	return &RemoteRenderer{cfg: cfg, client: cfg.Client, log: cfg.Logger, down: map[string]time.Time{}, probed: map[string]probeState{}}, nil
 }
 
 // endpoints resolves the workers: one base URL per address of each host.
