@@ -563,16 +563,7 @@ func TestPoolMax(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
-			for name, content := range tt.files {
-				path := filepath.Join(root, name)
-				os.MkdirAll(filepath.Dir(path), 0o755)
-				os.WriteFile(path, []byte(content), 0o644)
-			}
-			m := machine{
-				cgroupRoot: filepath.Join(root, "cgroup"), selfCgroup: filepath.Join(root, "self"),
-				meminfo: filepath.Join(root, "meminfo"), numCPU: tt.cpus,
-			}
+			m := fakeMachine(t, tt.files, tt.cpus)
 			if got := poolMax(m); got != tt.want {
 				t.Errorf("poolMax(%v, %d CPUs) = %d, want %d", tt.files, tt.cpus, got, tt.want)
 			}
@@ -697,18 +688,29 @@ func TestCapacity(t *testing.T) {
 		}, 8, 3},
 	}
 	for _, tt := range tests {
-		root := t.TempDir()
-		for name, content := range tt.files {
-			path := filepath.Join(root, name)
-			os.MkdirAll(filepath.Dir(path), 0o755)
-			os.WriteFile(path, []byte(content), 0o644)
-		}
-		m := machine{
-			cgroupRoot: filepath.Join(root, "cgroup"), selfCgroup: filepath.Join(root, "self"),
-			meminfo: filepath.Join(root, "meminfo"), numCPU: tt.cpus,
-		}
+		m := fakeMachine(t, tt.files, tt.cpus)
 		if got := capacity(m); got != tt.want {
 			t.Errorf("capacity(%s) = %d, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// fakeMachine is a machine whose cgroup files and /proc/meminfo are files
+// (path relative to a temporary root → content) and with cpus CPUs.
+func fakeMachine(t *testing.T, files map[string]string, cpus int) machine {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return machine{
+		cgroupRoot: filepath.Join(root, "cgroup"), selfCgroup: filepath.Join(root, "self"),
+		meminfo: filepath.Join(root, "meminfo"), numCPU: cpus,
 	}
 }
