@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,16 +87,8 @@ func TestClusterWorkerProbe(t *testing.T) {
 	secret := map[string]string{"Outprint-Cluster-Secret": clusterSecret}
 	long := make(chan answer, 1)
 	go func() { long <- post(w1.url+"/v1/worker/render", secret, bundle(longDocument(300))) }()
-	for deadline := time.Now().Add(time.Minute); w1.metric("outprint_admission_running") != 1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("worker 1 never started the long render")
-		}
-	}
-	w1.mu.Lock()
-	cmd, done := w1.cmd, w1.done
-	w1.cmd = nil // the test waits for this process itself
-	w1.mu.Unlock()
-	cmd.Process.Signal(syscall.SIGTERM)
+	w1.waitRendering(time.Minute)
+	cmd, done := w1.terminate()
 	t.Logf("the gateway saw the draining worker not ready after %v", waitGatewaySees(t, g, w1, false))
 	route := `route="/v1/worker/render"`
 	before, ok := w1.sumMetric("outprint_http_request_duration_seconds_count", route)

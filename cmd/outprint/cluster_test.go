@@ -122,6 +122,28 @@ func (p *proc) kill() {
 	cmd.Wait()
 }
 
+// waitRendering waits until the process has a render running (its
+// outprint_admission_running gauge is 1), failing the test after within.
+func (p *proc) waitRendering(within time.Duration) {
+	p.t.Helper()
+	for deadline := time.Now().Add(within); p.metric("outprint_admission_running") != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("outprint %s never started a render", p.role)
+		}
+	}
+}
+
+// terminate sends SIGTERM and hands the process over to the caller, who
+// waits for it (done closes when it exits; then cmd.Wait).
+func (p *proc) terminate() (cmd *exec.Cmd, done chan struct{}) {
+	p.mu.Lock()
+	cmd, done = p.cmd, p.done
+	p.cmd = nil
+	p.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	return cmd, done
+}
+
 func (p *proc) stop() {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
@@ -313,11 +335,7 @@ func TestClusterWorkerBusy(t *testing.T) {
 			body, _ := json.Marshal(map[string]string{"markdown": longDocument(size)})
 			long <- post(g1.url+"/v1/render", map[string]string{"Content-Type": "application/json"}, body)
 		}()
-		for deadline := time.Now().Add(time.Minute); w.metric("outprint_admission_running") != 1; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the worker never started the long render")
-			}
-		}
+		w.waitRendering(time.Minute)
 		var wg sync.WaitGroup
 		answers := make([]answer, 2)
 		for i, g := range []*proc{g1, g2} {
@@ -499,11 +517,7 @@ func TestClusterChaos(t *testing.T) {
 	g.start()
 
 	// A worker dies in the middle of a render and comes back.
-	for deadline := time.Now().Add(2 * time.Minute); w1.metric("outprint_admission_running") != 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("worker 1 never rendered")
-		}
-	}
+	w1.waitRendering(2 * time.Minute)
 	w1.kill()
 	time.Sleep(time.Second)
 	w1.start()
@@ -596,16 +610,8 @@ func TestClusterWorkerDrain(t *testing.T) {
 	secret := map[string]string{"Outprint-Cluster-Secret": clusterSecret}
 	long := make(chan answer, 1)
 	go func() { long <- post(w.url+"/v1/worker/render", secret, bundle(longDocument(300))) }()
-	for deadline := time.Now().Add(time.Minute); w.metric("outprint_admission_running") != 1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker never started the long render")
-		}
-	}
-	w.mu.Lock()
-	cmd, done := w.cmd, w.done
-	w.cmd = nil // the test waits for this process itself
-	w.mu.Unlock()
-	cmd.Process.Signal(syscall.SIGTERM)
+	w.waitRendering(time.Minute)
+	cmd, done := w.terminate()
 	var a answer
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		a = post(w.url+"/v1/worker/render", secret, bundle("# Memo\n\nShort.\n"))
