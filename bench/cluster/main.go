@@ -49,11 +49,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outprint/outprint/bench/internal/burst"
 )
 
 // memo is the synchronous and rendered document: one page with a title
@@ -599,66 +600,6 @@ func syncPhase(o *options, s3 string) error {
 	return nil
 }
 
-// postJobs sends n jobs (doc with the job's number) from clients clients
-// and returns their ids, each answer's latency and the wall time.
-func postJobs(base string, n, clients int, doc string) ([]string, []time.Duration, time.Duration, error) {
-	var (
-		next  atomic.Int64
-		mu    sync.Mutex
-		ids   = make([]string, 0, n)
-		lat   = make([]time.Duration, 0, n)
-		first error
-		wg    sync.WaitGroup
-	)
-	t0 := time.Now()
-	for range min(clients, n) {
-		wg.Add(1)
-		go func() { // ends when the burst is sent or a request failed
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				body, _ := json.Marshal(map[string]string{"markdown": fmt.Sprintf(doc, i)})
-				s := time.Now()
-				resp, err := client.Post(base+"/v1/jobs", "application/json", bytes.NewReader(body))
-				if err != nil {
-					mu.Lock()
-					first = cmpOr(first, err)
-					mu.Unlock()
-					return
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				d := time.Since(s)
-				var v struct{ ID string }
-				if resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &v) != nil {
-					mu.Lock()
-					first = cmpOr(first, fmt.Errorf("POST /v1/jobs = %d %.200s", resp.StatusCode, b))
-					mu.Unlock()
-					return
-				}
-				mu.Lock()
-				ids, lat = append(ids, v.ID), append(lat, d)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if first == nil && len(ids) != n {
-		first = fmt.Errorf("%d of %d jobs accepted", len(ids), n)
-	}
-	return ids, lat, time.Since(t0), first
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
 // acceptPhase: the acceptance burst into a gateway with no worker, its
 // RSS with the jobs queued, then two workers' RSS on that backlog.
 func acceptPhase(o *options, s3 string) error {
@@ -680,7 +621,7 @@ func acceptPhase(o *options, s3 string) error {
 		return err
 	}
 	defer g.stop()
-	_, lat, took, err := postJobs(g.url, o.jobs, o.clients, smallDoc)
+	_, lat, took, err := burst.Post(context.Background(), client, g.url, o.jobs, o.clients, smallDoc)
 	if err != nil {
 		return err
 	}
@@ -769,7 +710,7 @@ func throughput(o *options, s3 string, cpus []string) (rate, share, cpusBusy flo
 	// Warm up: a few jobs per worker first, so that the figure is the
 	// steady state (warm TeX processes, River's fetchers running), not
 	// the workers' start.
-	warm, _, _, err := postJobs(g.url, 2*len(cpus), 8, memo)
+	warm, _, _, err := burst.Post(context.Background(), client, g.url, 2*len(cpus), 8, memo)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -777,7 +718,7 @@ func throughput(o *options, s3 string, cpus []string) (rate, share, cpusBusy flo
 		return 0, 0, 0, err
 	}
 	t0, busy0, cpu0 := time.Now(), machineBusy(), workersCPU(workers)
-	ids, _, _, err := postJobs(g.url, o.render, 8, memo)
+	ids, _, _, err := burst.Post(context.Background(), client, g.url, o.render, 8, memo)
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -23,7 +23,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -43,11 +42,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outprint/outprint/bench/internal/burst"
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/jobs"
@@ -400,68 +399,11 @@ func acceptBurst(o options, kind string) (acceptResult, error) {
 	return res, nil
 }
 
-// post sends n jobs (doc formatted with the job's number) from clients
-// concurrent clients and returns their ids, each answer's latency and the
-// burst's wall time.
+// post sends a burst of n jobs to base through a client of its own.
 func post(ctx context.Context, base string, n, clients int, doc string) ([]string, []time.Duration, time.Duration, error) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
-	var (
-		next    atomic.Int64
-		mu      sync.Mutex
-		ids     = make([]string, 0, n)
-		lat     = make([]time.Duration, 0, n)
-		firstEr error
-		wg      sync.WaitGroup
-	)
-	start := time.Now()
-	for range min(clients, n) {
-		wg.Add(1)
-		go func() { // ends when the burst is sent or one request failed
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) || ctx.Err() != nil {
-					return
-				}
-				body, _ := json.Marshal(map[string]string{"markdown": fmt.Sprintf(doc, i)})
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/jobs", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				t0 := time.Now()
-				resp, err := hc.Do(req)
-				if err != nil {
-					setErr(&mu, &firstEr, err)
-					return
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				d := time.Since(t0)
-				var v struct{ ID string }
-				if resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &v) != nil {
-					setErr(&mu, &firstEr, fmt.Errorf("POST /v1/jobs = %d %s", resp.StatusCode, b))
-					return
-				}
-				mu.Lock()
-				ids = append(ids, v.ID)
-				lat = append(lat, d)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	took := time.Since(start)
-	if firstEr == nil && len(ids) != n {
-		firstEr = fmt.Errorf("%d of %d jobs accepted", len(ids), n)
-	}
-	return ids, lat, took, firstEr
-}
-
-func setErr(mu *sync.Mutex, dst *error, err error) {
-	mu.Lock()
-	defer mu.Unlock()
-	if *dst == nil {
-		*dst = err
-	}
+	return burst.Post(ctx, hc, base, n, clients, doc)
 }
 
 type splitResult struct {
