@@ -284,11 +284,12 @@ func (rr *RemoteRenderer) call(ctx context.Context, ep string, body []byte) (*re
 		return nil, retryAfter(), nil
 	case resp.StatusCode == http.StatusUnauthorized:
 		return nil, 0, errors.New("the worker refused the cluster secret (cluster.secret differs)")
-	case resp.StatusCode >= 400 && resp.StatusCode < 500, resp.StatusCode == http.StatusGatewayTimeout:
-		// A worker's error list (the document's 422, a render out of
-		// time's 504, …) is the gateway's answer too.
-		kind, known := kindOfStatus(resp.StatusCode)
-		if problems, ok := workerProblems(data); ok && known {
+	}
+	// An error list under a status some kind has (the document's 422, a
+	// render out of time's 504, …) is the gateway's answer too: the one
+	// map of kinds and statuses reads it back.
+	if kind, known := kindOfStatus(resp.StatusCode); known {
+		if problems, ok := workerProblems(data); ok {
 			return nil, 0, &limits.Error{Kind: kind, Problems: problems}
 		}
 	}
