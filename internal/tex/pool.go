@@ -173,10 +173,10 @@ type warmProc struct {
 	warmCPU  time.Duration
 	hooks    atomic.Pointer[runHooks] // set by the render that took the process
 	readyOne sync.Once
-	// driverW is set for a slot of a zygote's child (see warmSlot): the
-	// write end of its pre-started xdvipdfmx's stdin, which p is; the
-	// TeX process is forked when the document is there.
-	driverW *os.File
+	// goW is set when p is a zygote's child (see warmSlot): the write end
+	// of the pipe it waits on for its document; zyg is its zygote.
+	goW *os.File
+	zyg *zygote
 }
 
 // runHooks are what a render wants to hear from its process's output.
@@ -287,6 +287,9 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 			res.Engine += out.engine
 			res.Log = out.log
 			res.Processes = append(res.Processes, out.id)
+			if out.forked {
+				res.Forked++
+			}
 		}
 		if prevDir != "" {
 			os.RemoveAll(prevDir)
@@ -322,6 +325,7 @@ type warmRun struct {
 	// rerun: the document needs another run; driverDropped: so this
 	// run's xdvipdfmx was killed, not waited for (see typeset).
 	rerun, driverDropped bool
+	forked               bool // the TeX process was a zygote's child
 }
 
 // errProcGone: the process taken died before it was given the document.
@@ -360,11 +364,11 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 		cancel()
 	}
 	p.mu.Unlock()
-	out := &warmRun{id: wp.id, dir: wp.dir, warmCPU: wp.warmCPU}
+	out := &warmRun{id: wp.id, dir: wp.dir, warmCPU: wp.warmCPU, forked: wp.zyg != nil}
 	defer p.release(wp)
 	defer wp.fifo.Close()
-	if wp.driverW != nil {
-		defer wp.driverW.Close()
+	if wp.goW != nil {
+		defer wp.goW.Close()
 	}
 
 	if wp.p.gone() {
@@ -398,12 +402,9 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 		return out, err
 	}
 	goAt := time.Now()
-	pr := wp.p // the TeX process: wp.p, or the zygote's child forked now
-	var zyg *zygote
-	if wp.driverW != nil {
-		var err error
-		pr, zyg, err = p.forkChild(wp, job.maxPages())
-		if err != nil {
+	pr := wp.p
+	if wp.goW != nil {
+		if err := p.goChild(wp, job.maxPages()); err != nil {
 			wp.p.killGroup()
 			wp.p.reap()
 			rep.close()
@@ -433,8 +434,8 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	rep.close()
 	out.cpu = pr.cpu()
 	out.maxRSS = pr.maxRSS()
-	if zyg != nil && crashed(state) {
-		p.retireZygote(zyg)
+	if wp.zyg != nil && crashed(state) {
+		p.retireCrashed(wp.zyg)
 	}
 	li, logText := readLog(wp.dir, wp.nonce)
 	out.li, out.log = li, logText
@@ -729,8 +730,8 @@ func (p *Pool) discard(wp *warmProc) {
 	wp.p.killGroup()
 	wp.p.reap()
 	wp.fifo.Close()
-	if wp.driverW != nil {
-		wp.driverW.Close()
+	if wp.goW != nil {
+		wp.goW.Close()
 	}
 	os.RemoveAll(wp.dir)
 	p.mu.Lock()
@@ -759,7 +760,11 @@ func (p *Pool) warmUp(wp *warmProc) error {
 	default:
 	}
 	if p.zygoteReady(prof) {
-		return p.warmSlot(wp)
+		err := p.warmSlot(wp)
+		if !errors.Is(err, errZygoteGone) {
+			return err
+		}
+		// The zygotes went meanwhile: a process of its own.
 	}
 
 	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-warm-")

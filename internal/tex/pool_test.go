@@ -374,13 +374,12 @@ func matchesCold(t *testing.T, p *Pool, forked bool) {
 			if forked {
 				waitFor(t, "a slot", func() bool { return newestIsSlot(p) })
 			}
-			forks := p.Stats().Forked
 			warm, err := p.Run(context.Background(), job)
 			if err != nil {
 				t.Fatalf("warm Run = %v", err)
 			}
-			if n := p.Stats().Forked - forks; forked && n != warm.Runs {
-				t.Errorf("%d of %d TeX runs were forked from a zygote, want all", n, warm.Runs)
+			if want := map[bool]int{true: warm.Runs}[forked]; warm.Forked != want {
+				t.Errorf("%d of %d TeX runs were forked from a zygote, want %d", warm.Forked, warm.Runs, want)
 			}
 			if cold.Runs != tt.runs || warm.Runs != tt.runs {
 				t.Errorf("Runs: cold %d, warm %d, want %d", cold.Runs, warm.Runs, tt.runs)

@@ -99,6 +99,9 @@ type Result struct {
 	// document, one per run (empty for a cold render). Ids are unique
 	// within a Pool, so they prove that no process typeset two documents.
 	Processes []uint64
+	// Forked is how many of the runs were typeset by a zygote's child
+	// (the rest by warm processes that warmed up by themselves).
+	Forked int
 }
 
 // Errors of a render. The render package maps them to client errors.

@@ -270,10 +270,10 @@ func (z *zygote) close() {
 var errZygoteGone = errors.New("zygote gone")
 
 // fork asks the zygote for a child in dir, with out as its stdout and
-// stderr and driver as its fd 3, limited to cpuSeconds of CPU. The child
-// is not yet in a process group of its own when fork returns (it makes
-// one at once); spawn makes sure.
-func (z *zygote) fork(dir string, out, driver *os.File, cpuSeconds uint64) (int, error) {
+// stderr, driver as its fd 3 and goR as its go pipe, limited to cpuSeconds
+// of CPU. The child has detached itself (process group, files, folder)
+// when fork returns, and waits for a byte on the go pipe.
+func (z *zygote) fork(dir string, out, driver, goR *os.File, cpuSeconds uint64) (int, error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return 0, fmt.Errorf("child folder: %w", err)
@@ -283,7 +283,7 @@ func (z *zygote) fork(dir string, out, driver *os.File, cpuSeconds uint64) (int,
 	binary.NativeEndian.PutUint64(msg, cpuSeconds)
 	msg = append(msg, dir...)
 	msg = append(msg, 0)
-	rights := unix.UnixRights(int(d.Fd()), int(out.Fd()), int(driver.Fd()))
+	rights := unix.UnixRights(int(d.Fd()), int(out.Fd()), int(driver.Fd()), int(goR.Fd()))
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	select {
@@ -313,16 +313,17 @@ func (z *zygote) fork(dir string, out, driver *os.File, cpuSeconds uint64) (int,
 	return int(pid), nil
 }
 
-// spawn forks a child of z in dir, typesetting its go.tex, with driverW
-// (the write end of its pre-started xdvipdfmx's stdin) as fd 3. The child
-// is watched like any started process: a waiter and a reader goroutine,
-// rlimits by prlimit.
-func (p *Pool) spawn(z *zygote, dir string, driverW *os.File, cpuSeconds uint64, onLine func(string)) (*proc, error) {
+// spawn forks a child of z in dir with driverW (the write end of its
+// pre-started xdvipdfmx's stdin) as fd 3 and goR as its go pipe; the child
+// typesets its folder's go.tex once a byte arrives there. It is watched
+// like any started process: a waiter and a reader goroutine, rlimits by
+// prlimit.
+func (p *Pool) spawn(z *zygote, dir string, driverW, goR *os.File, cpuSeconds uint64, onLine func(string)) (*proc, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
-	pid, err := z.fork(dir, pw, driverW, cpuSeconds)
+	pid, err := z.fork(dir, pw, driverW, goR, cpuSeconds)
 	pw.Close()
 	if err != nil {
 		pr.Close()

@@ -49,8 +49,8 @@ const zygoteRetry = time.Minute
 type ZygoteStats struct {
 	// Zygotes are ready to fork; ZygotesStarting are warming up.
 	Zygotes, ZygotesStarting int
-	// Forked counts children forked from zygotes (renders that skipped
-	// a warm-up); ZygotesRetired counts zygotes ended after their fork
+	// Forked counts children forked from zygotes (each a warm process
+	// that skipped its warm-up); ZygotesRetired counts zygotes ended after their fork
 	// count, lifetime, a crashed child, their own death or idleness;
 	// ZygoteFailures counts zygotes that failed to start.
 	Forked, ZygotesRetired, ZygoteFailures int
@@ -235,59 +235,64 @@ func (p *Pool) retireZygote(z *zygote) {
 	}
 	if !p.closed {
 		p.zyg.stats.ZygotesRetired++
-		if len(zs.ready) == 0 {
-			// Idle slots wait for a zygote that is gone: their
-			// xdvipdfmx is stopped, their tending goroutines
-			// discard them and warm processes of their own replace
-			// them until a new zygote is ready.
-			for _, wp := range prof.warm {
-				if wp.driverW != nil {
-					wp.p.killGroup()
-				}
-			}
-		}
 		p.replenishLocked(prof)
 	}
 	p.notifyLocked()
 }
 
-// warmSlot readies wp as a slot for a zygote's child: a scratch folder
-// and a pre-started xdvipdfmx waiting on a pipe, whose write end becomes
-// the child's fd 3. Its TeX process is forked when the document is there
-// (forkChild); the slot costs the few milliseconds of xdvipdfmx's start.
+// retireCrashed retires z, one of whose children died of a signal that may
+// mean probing (see crashed), and ends its idle children too: they share
+// its layout and stack canary, so a prober gets no more tries on them.
+// Their tending goroutines see them gone and start replacements.
+func (p *Pool) retireCrashed(z *zygote) {
+	p.retireZygote(z)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, wp := range z.prof.warm {
+		if wp.zyg == z {
+			wp.p.killGroup()
+		}
+	}
+}
+
+// warmSlot readies wp as a zygote's child waiting for its document: a
+// scratch folder, a pre-started xdvipdfmx waiting on a pipe whose write end
+// becomes the child's fd 3, and the child, forked from the profile's
+// serving zygote, detached and waiting on its go pipe (see shim.c). Like a
+// warm process it is ready before the render, so the fork and the child's
+// start are not on the render's path. A zygote that is gone is retired and
+// the next one tried; with none left, errZygoteGone: the slot then warms
+// a process of its own.
 func (p *Pool) warmSlot(wp *warmProc) error {
 	wp.format = false
 	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-warm-")
 	if err != nil {
 		return fmt.Errorf("scratch folder: %w", err)
 	}
-	wp.dir = dir
 	r, w, err := os.Pipe()
 	if err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("driver pipe: %w", err)
 	}
+	defer w.Close() // the child has its copy
 	dv, err := p.sb.startProgram(dir, p.sb.xdvipdfmx, []string{"-q", "-E", "-o", "main.pdf"},
 		cpuSeconds(p.cfg.WarmupTimeout+p.cfg.Runner.Timeout), nil, spawn{stdin: r})
 	r.Close()
 	if err != nil {
-		w.Close()
 		os.RemoveAll(dir)
 		return err
 	}
-	wp.p, wp.driverW = dv, w
-	wp.warmCPU = procCPU(dv.pid)
-	return nil
-}
-
-// forkChild forks the TeX process of the slot wp, whose folder holds the
-// document, from its profile's serving zygote. A zygote that is gone is
-// retired and the next one tried; with none left, the render retries with
-// another process (errProcGone), which is then one warmed by itself.
-func (p *Pool) forkChild(wp *warmProc, maxPages int) (*proc, *zygote, error) {
-	if err := writeFile(wp.dir, "go.tex", childGo(time.Now(), wp.nonce, maxPages)); err != nil {
-		return nil, nil, err
+	fail := func(err error) error {
+		dv.killGroup()
+		dv.reap()
+		os.RemoveAll(dir)
+		return err
 	}
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		return fail(fmt.Errorf("go pipe: %w", err))
+	}
+	defer goR.Close()
 	lw := &lineWatcher{nonce: wp.nonce,
 		pages: func(n int) {
 			if h := wp.hooks.Load(); h != nil {
@@ -308,20 +313,16 @@ func (p *Pool) forkChild(wp *warmProc, maxPages int) (*proc, *zygote, error) {
 		}
 		p.mu.Unlock()
 		if z == nil {
-			return nil, nil, errProcGone
+			break
 		}
-		child, err := p.spawn(z, wp.dir, wp.driverW, cpuSeconds(p.cfg.Runner.Timeout), lw.line)
-		if err == nil {
-			// The child has its copy: xdvipdfmx must see the end of
-			// its input when TeX (and cat) close theirs.
-			wp.driverW.Close()
-		}
+		child, err := p.spawn(z, dir, w, goR, cpuSeconds(p.cfg.Runner.Timeout), lw.line)
 		if errors.Is(err, errZygoteGone) {
 			p.retireZygote(z)
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			goW.Close()
+			return fail(err)
 		}
 		p.mu.Lock()
 		p.zyg.stats.Forked++
@@ -332,10 +333,28 @@ func (p *Pool) forkChild(wp *warmProc, maxPages int) (*proc, *zygote, error) {
 		if n >= p.cfg.Zygote.Forks {
 			p.retireZygote(z)
 		}
-		child.follower = wp.p
-		return child, z, nil
+		child.follower = dv
+		wp.dir, wp.p, wp.goW, wp.zyg = dir, child, goW, z
+		wp.warmCPU = procCPU(dv.pid) + procCPU(child.pid)
+		return nil
 	}
-	return nil, nil, errProcGone
+	goW.Close()
+	return fail(errZygoteGone)
+}
+
+// goChild lets the waiting child of the slot wp typeset the document in
+// its folder: go.tex (the clock, the page limit, the nonce), then a byte
+// on its go pipe.
+func (p *Pool) goChild(wp *warmProc, maxPages int) error {
+	if err := writeFile(wp.dir, "go.tex", childGo(time.Now(), wp.nonce, maxPages)); err != nil {
+		return err
+	}
+	_, err := wp.goW.Write([]byte{'g'})
+	wp.goW.Close()
+	if err != nil {
+		return fmt.Errorf("tell the zygote's child to go: %w", err)
+	}
+	return nil
 }
 
 // zygoteStatsLocked returns the zygotes' figures.

@@ -66,7 +66,7 @@ func newestIsSlot(p *Pool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.profileLocked(testPreamble).warm
-	return len(w) > 0 && w[len(w)-1].driverW != nil
+	return len(w) > 0 && w[len(w)-1].goW != nil
 }
 
 func requireGCC(t *testing.T) {
@@ -122,8 +122,14 @@ func forkTest(t *testing.T, p *Pool, z *zygote, body, goTeX string, cpu uint64) 
 		t.Fatal(err)
 	}
 	defer drv.Close()
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goR.Close()
+	defer goW.Close()
 	c := &child{dir: dir, news: make(chan struct{}, 1)}
-	c.p, err = p.spawn(z, dir, drv, cpu, func(s string) {
+	c.p, err = p.spawn(z, dir, drv, goR, cpu, func(s string) {
 		c.mu.Lock()
 		c.lines = append(c.lines, s)
 		c.mu.Unlock()
@@ -139,6 +145,9 @@ func forkTest(t *testing.T, p *Pool, z *zygote, body, goTeX string, cpu uint64) 
 		c.p.killGroup()
 		c.p.reap()
 	})
+	if _, err := goW.Write([]byte{'g'}); err != nil {
+		t.Fatalf("go: %v", err)
+	}
 	return c
 }
 
@@ -554,14 +563,13 @@ func TestZygoteChildren(t *testing.T) {
 func TestZygotePoolRenders(t *testing.T) {
 	p, z := newZygotePool(t, PoolConfig{Zygote: ZygoteConfig{Forks: 3}})
 	waitFor(t, "a slot", func() bool { return p.Stats().Warm > 0 })
-	forked := p.Stats().Forked
 	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: `CLOCK \the\year-\the\month-\the\day-\the\time`})
 	if err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	now := time.Now()
-	if p.Stats().Forked != forked+1 {
-		t.Errorf("Forked = %d, want %d: the render was not a zygote's child", p.Stats().Forked, forked+1)
+	if res.Forked != 1 {
+		t.Errorf("Result.Forked = %d, want 1: the render was not a zygote's child", res.Forked)
 	}
 	got := strings.TrimSpace(pdfText(t, res.PDF))
 	var ok bool
@@ -608,6 +616,10 @@ func TestZygoteCrashRetires(t *testing.T) {
 	z := servingZygote(p)
 	errs := startHungRender(t, context.Background(), p.Run, 60*time.Second)
 	pid := hungChild(t, p)
+	// The crashed child's idle siblings: forked from the same zygote,
+	// waiting for documents. They share its layout too.
+	waitFor(t, "an idle sibling", func() bool { return len(idleChildrenOf(p, z)) > 0 })
+	siblings := idleChildrenOf(p, z)
 	retired := p.Stats().ZygotesRetired
 	unix.Kill(pid, unix.SIGSEGV)
 	if err := <-errs; err == nil {
@@ -624,10 +636,27 @@ func TestZygoteCrashRetires(t *testing.T) {
 	}
 	p.mu.Unlock()
 	waitFor(t, "the zygote to end", func() bool { return !running(z.p.pid) })
+	for _, sib := range siblings {
+		waitFor(t, "the crashed child's idle siblings to end", func() bool { return !running(sib) })
+	}
 	waitFor(t, "a new zygote", func() bool { return p.Stats().Zygotes > 0 })
 	if got := p.Stats().ZygotesRetired; got != retired+1 {
 		t.Errorf("ZygotesRetired = %d after the zygote ended, want %d (counted once)", got, retired+1)
 	}
+}
+
+// idleChildrenOf returns the pids of z's children waiting in the pool for
+// a document.
+func idleChildrenOf(p *Pool, z *zygote) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var pids []int
+	for _, wp := range z.prof.warm {
+		if wp.zyg == z {
+			pids = append(pids, wp.p.pid)
+		}
+	}
+	return pids
 }
 
 // hungChild returns the pid of the zygote's child that typesets
@@ -667,9 +696,10 @@ func TestZygoteRetiredWhileChildStarts(t *testing.T) {
 	// Until a zygote is ready after a retirement, renders get warm
 	// processes of their own, and the next one may too: render until
 	// enough were forked.
-	for i := 0; p.Stats().Forked-forked < renders; i++ {
+	children := 0
+	for i := 0; children < renders; i++ {
 		if i == 5*renders {
-			t.Fatalf("%d renders, %d of them forked; want %d forked", i, p.Stats().Forked-forked, renders)
+			t.Fatalf("%d renders, %d of them forked; want %d forked", i, children, renders)
 		}
 		waitFor(t, "a zygote", func() bool { return p.Stats().Zygotes > 0 })
 		res, err := p.Run(context.Background(), Job{Preamble: testPreamble,
@@ -680,10 +710,17 @@ func TestZygoteRetiredWhileChildStarts(t *testing.T) {
 		if got := pdfText(t, res.PDF); !strings.Contains(got, fmt.Sprintf("Render %d.", i)) || !strings.Contains(got, "Second page, see page 1") {
 			t.Errorf("render %d: text %q, want both pages", i, got)
 		}
+		children += res.Forked
 	}
-	s := p.Stats()
-	if s.Forked-forked < renders {
-		t.Errorf("Forked grew by %d, want %d: not every render was a zygote's child", s.Forked-forked, renders)
+	// A slot being forked for meanwhile counts its fork a moment before
+	// it retires the zygote.
+	var s PoolStats
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s = p.Stats()
+		if s.ZygotesRetired-retired == s.Forked-forked || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if got, want := s.ZygotesRetired-retired, s.Forked-forked; got != want {
 		t.Errorf("ZygotesRetired grew by %d over %d forks with Forks 1, want %d", got, s.Forked-forked, want)

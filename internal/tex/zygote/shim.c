@@ -10,18 +10,23 @@
  *
  * A request is one SOCK_SEQPACKET message: the child's CPU-time limit
  * (uint64, native byte order), then its folder's path (NUL-terminated), and
- * by SCM_RIGHTS three fds: the folder, the output pipe (stdout and stderr)
- * and the driver pipe (fd 3, xdvipdfmx's stdin). The zygote answers with the
- * child's pid (int32) once the child has detached itself (or died), or minus
- * an errno.
+ * by SCM_RIGHTS four fds: the folder, the output pipe (stdout and stderr),
+ * the driver pipe (fd 3, xdvipdfmx's stdin) and the go pipe's read end. The
+ * zygote answers with the child's pid (int32) once the child has detached
+ * itself (or died), or minus an errno.
+ *
+ * Children are forked ahead of their documents, as warm processes are
+ * warmed ahead of theirs: a detached child waits for one byte on the go
+ * pipe, which the server writes when the document is in the child's folder
+ * (end of file instead: the server discards the child, which exits).
  *
  * The child is made with a raw clone(CLONE_PARENT), so it is the server's
  * child, not the zygote's: the server waits for it, reads its rusage and
  * sets its rlimits as for any process it starts. In the child, this file
  * detaches it from the zygote (death signal, process group, CPU limit,
- * fds, folder, environment) and then opens the gate file for real: its
- * folder's go.tex, written by the server, which sets the clock and the
- * nonce and lets the document in.
+ * fds, folder, environment), waits for its go and then opens the gate file
+ * for real: its folder's go.tex, written by the server, which sets the
+ * clock and the nonce and lets the document in.
  *
  * Reads of the zygote's memory are copy-on-write; what the zygote shares
  * with a child beyond memory is only its open files, so each is handled:
@@ -182,10 +187,11 @@ struct request {
     char dir[PATH_MAX];
 };
 
-/* child runs in the new process; it returns to the caller of fopen. When
- * it is detached from the zygote (own process group, files, folder), it
- * closes done, the write end of a pipe the zygote waits on. */
-static void child(const struct request *r, int fds[3], pid_t server, int done) {
+/* child runs in the new process; it returns to the caller of fopen when
+ * the server says go. When it is detached from the zygote (own process
+ * group, files, folder), it closes done, the write end of a pipe the
+ * zygote waits on. */
+static void child(const struct request *r, int fds[4], pid_t server, int done) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         die("PR_SET_PDEATHSIG");
     if (getppid() != server)
@@ -204,7 +210,7 @@ static void child(const struct request *r, int fds[3], pid_t server, int done) {
     char zdir[PATH_MAX];
     if (getcwd(zdir, sizeof zdir) == NULL)
         die("getcwd");
-    detach_files(zdir, fds[0], done, -1);
+    detach_files(zdir, fds[0], done, fds[3]);
     if (fchdir(fds[0]) != 0)
         die("fchdir");
     close(fds[0]);
@@ -219,6 +225,14 @@ static void child(const struct request *r, int fds[3], pid_t server, int done) {
     snprintf(buf, sizeof buf, "%s/.cache", r->dir);
     setenv("XDG_CACHE_HOME", buf, 1);
     close(done);
+    /* Detached: wait, using no CPU, until the document is there. */
+    char b;
+    ssize_t n;
+    while ((n = read(fds[3], &b, 1)) < 0 && errno == EINTR)
+        ;
+    if (n != 1)
+        _exit(0); /* discarded unused */
+    close(fds[3]);
 }
 
 static void reply(int32_t v) {
@@ -238,7 +252,7 @@ static void serve(void) {
         struct iovec iov = {&r, sizeof r};
         union {
             struct cmsghdr h;
-            char buf[CMSG_SPACE(3 * sizeof(int))];
+            char buf[CMSG_SPACE(4 * sizeof(int))];
         } c;
         struct msghdr m = {0};
         m.msg_iov = &iov;
@@ -250,14 +264,14 @@ static void serve(void) {
             continue;
         if (n <= 0)
             _exit(0); /* the server closed the socket: retire */
-        int fds[3] = {-1, -1, -1}, nfds = 0;
+        int fds[4] = {-1, -1, -1, -1}, nfds = 0;
         for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
             if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
                 int k = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
                 for (int i = 0; i < k; i++) {
                     int fd;
                     memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
-                    if (nfds < 3)
+                    if (nfds < 4)
                         fds[nfds++] = fd;
                     else
                         close(fd);
@@ -265,7 +279,7 @@ static void serve(void) {
             }
         }
         r.dir[sizeof r.dir - 1] = 0;
-        if (nfds != 3 || (size_t)n < sizeof r.cpu + 2 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        if (nfds != 4 || (size_t)n < sizeof r.cpu + 2 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
             for (int i = 0; i < nfds; i++)
                 close(fds[i]);
             reply(-EINVAL);
@@ -280,7 +294,7 @@ static void serve(void) {
         int done[2];
         if (pipe2(done, O_CLOEXEC) != 0) {
             int err = errno;
-            for (int i = 0; i < 3; i++)
+            for (int i = 0; i < 4; i++)
                 close(fds[i]);
             reply(-err);
             continue;
@@ -299,7 +313,7 @@ static void serve(void) {
         }
         int err = errno;
         close(done[1]);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             close(fds[i]);
         if (pid > 0) {
             /* EOF when the child is detached, or dead: the server
