@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -80,6 +81,10 @@ func (s *sandbox) env(dir string) []string {
 	}
 }
 
+// noPDF as args' driver: XeLaTeX writes main.xdv and runs no driver (a
+// zygote's child, whose xdvipdfmx is a zygote's child too).
+const noPDF = "-"
+
 // args are the flags of SPEC §7. The explicit -fmt (and -no-parse-first-line)
 // keep a "%&format" first line of the preamble from choosing a format.
 // driver, when set, replaces XeLaTeX's output driver (see Pool.warmUp).
@@ -88,7 +93,11 @@ func (s *sandbox) args(format, driver string) []string {
 		format = "xelatex"
 	}
 	var out []string
-	if driver != "" {
+	switch driver {
+	case "":
+	case noPDF:
+		out = append(out, "-no-pdf")
+	default:
 		out = append(out, "-output-driver="+driver)
 	}
 	return append(out,
@@ -129,6 +138,11 @@ type proc struct {
 	// followerDropped: wait killed the follower because its output was
 	// not wanted (set by wait, read after it).
 	followerDropped bool
+	// followerGo, when set, is the follower's go pipe (a zygote's
+	// child's xdvipdfmx, waiting, see shim.c): wait writes a byte to it
+	// once the leader has written its output and exited successfully,
+	// and closes it unwritten otherwise.
+	followerGo *os.File
 }
 
 // spawn are the extras of a process started by startProgram.
@@ -361,6 +375,10 @@ func groupRuns(pgid int) bool {
 // reused) and waits for their output to end. It must be called exactly
 // once, when the process has exited or its group has been killed.
 func (p *proc) reap() *os.ProcessState {
+	if p.followerGo != nil {
+		p.followerGo.Close() // unwritten: the follower exits
+		p.followerGo = nil
+	}
 	<-p.exited
 	if p.pgid == p.pid && p.killed.Load() {
 		// We killed the group (timeout, cancel, shutdown): make sure it
@@ -476,14 +494,38 @@ func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs ma
 	if cause == nil && p.follower != nil {
 		if dropFollower != nil && dropFollower() {
 			p.followerDropped = true
+		} else if p.followerGo != nil && !p.exitedOK() {
+			// TeX failed: its output is incomplete and the
+			// failure is TeX's to report.
+			p.followerDropped = true
 		} else {
-			cause = waitFor(p.follower.exited)
+			if g := p.followerGo; g != nil {
+				p.followerGo = nil
+				_, err := g.Write([]byte{'g'})
+				g.Close()
+				if err != nil {
+					cause = fmt.Errorf("start %s: %w", p.follower.name, err)
+				}
+			}
+			if cause == nil {
+				cause = waitFor(p.follower.exited)
+			}
 		}
 	}
 	if cause != nil {
 		p.killGroup()
 	}
 	return p.reap(), cause
+}
+
+// exitedOK reports whether the leader, which has exited and is not yet
+// reaped, exited with status 0.
+func (p *proc) exitedOK() bool {
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		return false
+	}
+	return info.Code == 1 /* CLD_EXITED */ && exitStatus(&info) == 0
 }
 
 // scratchSize sums the sizes of the files TeX wrote in dir (the inputs we
@@ -537,4 +579,11 @@ func procCPU(pid int) time.Duration {
 	fmt.Sscan(fields[12], &st)
 	// USER_HZ is 100 on every Linux we run on.
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// exitStatus is si_status of a SIGCHLD siginfo from waitid: the exit code
+// when Code is CLD_EXITED (x/sys leaves the union's fields unnamed; on
+// Linux si_status sits after si_pid and si_uid, 24 bytes in).
+func exitStatus(info *unix.Siginfo) int32 {
+	return *(*int32)(unsafe.Add(unsafe.Pointer(info), 24))
 }

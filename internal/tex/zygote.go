@@ -105,9 +105,22 @@ type zygote struct {
 
 	mu    sync.Mutex // serializes fork requests
 	forks int        // under mu
+
+	// drv is the zygote's driver zygote: an xdvipdfmx that read its
+	// configuration, font maps and file databases (some 40 ms of CPU
+	// per document otherwise) and forks a driver for each child, which
+	// converts the child's main.xdv when the child is done. The pair
+	// starts, serves and retires together; owner is set in drv.
+	drv, owner *zygote
 }
 
-func (z *zygote) doRetire() { z.retireOnce.Do(func() { close(z.retire) }) }
+func (z *zygote) doRetire() {
+	if z.owner != nil {
+		z.owner.doRetire()
+		return
+	}
+	z.retireOnce.Do(func() { close(z.retire) })
+}
 
 // zygoteDocument is main.tex of a zygote: warmDocument's preamble, harness
 // and warm-up, then the gate. The harness's messages name the nonce through
@@ -164,8 +177,14 @@ func childGo(now time.Time, nonce string, maxPages int) string {
 		now.UnixNano()%(1<<31-1), maxPages, nonce)
 }
 
-// startZygote starts a zygote for preamble in dir and waits until it is
-// at its gate (or the warm-up timeout, the process's death or stop).
+// driverGate is the file whose opening the shim intercepts in a driver
+// zygote: xdvipdfmx opens its input after its set-up, and a driver child
+// opens its folder's main.xdv, which its TeX child wrote.
+const driverGate = "main.xdv"
+
+// startZygote starts a zygote for preamble in a folder of its own, and its
+// driver zygote, and waits until both are at their gates (or the warm-up
+// timeout, a process's death or stop).
 func (p *Pool) startZygote(prof *profile, shim, fmtPath string, stop <-chan struct{}) (*zygote, error) {
 	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-zygote-")
 	if err != nil {
@@ -173,14 +192,7 @@ func (p *Pool) startZygote(prof *profile, shim, fmtPath string, stop <-chan stru
 	}
 	z := &zygote{prof: prof, dir: dir, nonce: newNonce(), retire: make(chan struct{})}
 	fail := func(err error) (*zygote, error) {
-		if z.ctl != nil {
-			z.ctl.Close()
-		}
-		if z.p != nil {
-			z.p.killGroup()
-			z.p.reap()
-		}
-		os.RemoveAll(dir)
+		z.close()
 		return nil, err
 	}
 	if err := writeFile(dir, "main.tex", zygoteDocument(prof.preamble, z.nonce, fmtPath != "")); err != nil {
@@ -191,47 +203,88 @@ func (p *Pool) startZygote(prof *profile, shim, fmtPath string, stop <-chan stru
 	if err := writeFile(dir, "go.tex", "\n"); err != nil {
 		return fail(err)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fail(fmt.Errorf("control socket: %w", err))
-	}
-	ours := os.NewFile(uintptr(fds[0]), "zygote-ctl")
-	theirs := os.NewFile(uintptr(fds[1]), "zygote-ctl-peer")
-	c, err := net.FileConn(ours)
-	ours.Close()
-	if err != nil {
-		theirs.Close()
-		return fail(fmt.Errorf("control socket: %w", err))
-	}
-	z.ctl = c.(*net.UnixConn)
-	placeholder, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		theirs.Close()
-		return fail(err)
-	}
 	// The zygote's own CPU limit covers its warm-up and its forks (the
 	// clone calls are its CPU time); children get theirs in the request.
 	timeout := cpuSeconds(p.cfg.WarmupTimeout + p.cfg.Runner.Timeout)
-	z.p, err = p.sb.startProgram(dir, p.sb.program, p.sb.args(fmtPath, "cat >&3 #"), timeout, nil, spawn{
+	// Its children write main.xdv, which their driver children convert:
+	// XeLaTeX starts no driver of its own.
+	z.p, z.ctl, err = p.startGated(dir, p.sb.program, p.sb.args(fmtPath, noPDF), zygoteGate, shim, timeout, stop)
+	if err != nil {
+		var gerr *gateError
+		if errors.As(err, &gerr) {
+			li, _ := readLog(dir, z.nonce)
+			if cerr := classify(nil, gerr.state, li, gerr.output, dir); cerr != nil {
+				err = cerr
+			}
+			err = fmt.Errorf("zygote warm-up: %w: %s", err, lastLines(gerr.output, 3))
+		}
+		return fail(err)
+	}
+	drv := &zygote{prof: prof, dir: dir, owner: z, retire: z.retire}
+	drv.p, drv.ctl, err = p.startGated(dir, p.sb.xdvipdfmx, []string{"-q", "-E", "-o", "main.pdf", driverGate}, driverGate, shim, timeout, stop)
+	if err != nil {
+		var gerr *gateError
+		if errors.As(err, &gerr) {
+			err = fmt.Errorf("driver zygote: %w: %s", gerr.err, lastLines(gerr.output, 3))
+		}
+		return fail(err)
+	}
+	z.drv = drv
+	z.born = time.Now()
+	return z, nil
+}
+
+// gateError: a gated process ended or failed before it reached its gate.
+type gateError struct {
+	err    error
+	state  *os.ProcessState
+	output string
+}
+
+func (e *gateError) Error() string { return e.err.Error() }
+
+// startGated starts program with the shim preloaded and gate as its gate,
+// in dir, and waits until it says it is at its gate: it is then ready to
+// fork children through the returned control socket.
+func (p *Pool) startGated(dir, program string, args []string, gate, shim string, cpu uint64, stop <-chan struct{}) (*proc, *net.UnixConn, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control socket: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "zygote-ctl")
+	theirs := os.NewFile(uintptr(fds[1]), "zygote-ctl-peer")
+	defer theirs.Close()
+	c, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("control socket: %w", err)
+	}
+	ctl := c.(*net.UnixConn)
+	placeholder, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		ctl.Close()
+		return nil, nil, err
+	}
+	defer placeholder.Close()
+	pr, err := p.sb.startProgram(dir, program, args, cpu, nil, spawn{
 		extra: []*os.File{placeholder, theirs},
 		env: []string{
 			"LD_PRELOAD=" + shim,
 			fmt.Sprintf("OUTPRINT_ZYGOTE_FD=%d", zygoteCtlFD),
-			"OUTPRINT_ZYGOTE_GATE=" + zygoteGate,
+			"OUTPRINT_ZYGOTE_GATE=" + gate,
 		},
 	})
-	placeholder.Close()
-	theirs.Close()
 	if err != nil {
-		return fail(err)
+		ctl.Close()
+		return nil, nil, err
 	}
-	// The zygote says "R" on the control socket when it is at its gate.
+	// The process says "R" on the control socket when it is at its gate.
 	ready := make(chan error, 1)
-	go func() { // ends when the zygote answers, dies, or the deadline passes
-		z.ctl.SetReadDeadline(time.Now().Add(p.cfg.WarmupTimeout))
+	go func() { // ends when the process answers, dies, or the deadline passes
+		ctl.SetReadDeadline(time.Now().Add(p.cfg.WarmupTimeout))
 		var b [8]byte
-		n, err := z.ctl.Read(b[:])
-		z.ctl.SetReadDeadline(time.Time{})
+		n, err := ctl.Read(b[:])
+		ctl.SetReadDeadline(time.Time{})
 		if err == nil && (n != 1 || b[0] != 'R') {
 			err = fmt.Errorf("zygote said %q", b[:n])
 		}
@@ -240,30 +293,60 @@ func (p *Pool) startZygote(prof *profile, shim, fmtPath string, stop <-chan stru
 	select {
 	case err := <-ready:
 		if err != nil {
-			zp := z.p
-			z.p = nil
-			zp.killGroup()
-			st := zp.reap()
-			li, _ := readLog(dir, z.nonce)
-			if cerr := classify(nil, st, li, zp.output(), dir); cerr != nil {
-				err = cerr
-			}
-			return fail(fmt.Errorf("zygote warm-up: %w: %s", err, lastLines(zp.output(), 3)))
+			pr.killGroup()
+			st := pr.reap()
+			ctl.Close()
+			return nil, nil, &gateError{err: err, state: st, output: pr.output()}
 		}
 	case <-stop:
-		return fail(ErrPoolClosed)
+		ctl.Close()
+		pr.killGroup()
+		pr.reap()
+		return nil, nil, ErrPoolClosed
 	}
-	z.born = time.Now()
-	return z, nil
+	return pr, ctl, nil
 }
 
-// close ends the zygote: its socket closes (the shim then exits), its
-// group is killed and reaped, its folder removed. Its children run on.
+// close ends the zygote and its driver zygote: their sockets close (the
+// shim then exits), their groups are killed and reaped, the folder
+// removed. Their children run on. It ends what a failed start left too.
 func (z *zygote) close() {
-	z.ctl.Close()
-	z.p.killGroup()
-	z.p.reap()
+	for _, x := range []*zygote{z.drv, z} {
+		if x == nil {
+			continue
+		}
+		if x.ctl != nil {
+			x.ctl.Close()
+		}
+		if x.p != nil {
+			x.p.killGroup()
+			x.p.reap()
+		}
+	}
 	os.RemoveAll(z.dir)
+}
+
+// exited is closed when the zygote or its driver zygote has exited.
+func (z *zygote) exited() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { // ends when either exits, which close guarantees
+		select {
+		case <-z.p.exited:
+		case <-z.drv.p.exited:
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+// cpu is the CPU time of the zygote and its driver zygote so far (or in
+// all, once reaped).
+func (z *zygote) cpu() time.Duration {
+	d := cpuTime(z.p.state) + cpuTime(z.drv.p.state)
+	if z.p.state == nil {
+		d = procCPU(z.p.pid) + procCPU(z.drv.p.pid)
+	}
+	return d
 }
 
 // errZygoteGone: the zygote died or retired before it could fork.

@@ -176,6 +176,7 @@ func (p *Pool) tendZygote(prof *profile) {
 	p.notifyLocked()
 	p.mu.Unlock()
 
+	zexited := z.exited()
 	life := time.NewTimer(p.cfg.Zygote.Lifetime)
 	defer life.Stop()
 	// A profile nobody used for the idle timeout (and without Min)
@@ -185,7 +186,7 @@ func (p *Pool) tendZygote(prof *profile) {
 watch:
 	for {
 		select {
-		case <-z.p.exited:
+		case <-zexited:
 		case <-z.retire:
 		case <-life.C:
 		case <-p.stop:
@@ -205,7 +206,7 @@ watch:
 	z.close()
 	z.mu.Unlock()
 	p.mu.Lock()
-	p.zyg.deadCPU += cpuTime(z.p.state)
+	p.zyg.deadCPU += z.cpu()
 	p.mu.Unlock()
 }
 
@@ -255,44 +256,20 @@ func (p *Pool) retireCrashed(z *zygote) {
 	}
 }
 
-// warmSlot readies wp as a zygote's child waiting for its document: a
-// scratch folder, a pre-started xdvipdfmx waiting on a pipe whose write end
-// becomes the child's fd 3, and the child, forked from the profile's
-// serving zygote, detached and waiting on its go pipe (see shim.c). Like a
-// warm process it is ready before the render, so the fork and the child's
-// start are not on the render's path. A zygote that is gone is retired and
-// the next one tried; with none left, errZygoteGone: the slot then warms
-// a process of its own.
+// warmSlot readies wp as a zygote's child waiting for its document, with
+// a driver child waiting for the child's output: both forked from the
+// profile's serving zygote pair, detached, in a scratch folder of their
+// own, waiting on their go pipes (see shim.c). Like a warm process the
+// slot is ready before the render, so the forks and the children's start
+// are not on the render's path. A zygote that is gone is retired and the
+// next one tried; with none left, errZygoteGone: the slot then warms a
+// process of its own.
 func (p *Pool) warmSlot(wp *warmProc) error {
 	wp.format = false
 	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-warm-")
 	if err != nil {
 		return fmt.Errorf("scratch folder: %w", err)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		os.RemoveAll(dir)
-		return fmt.Errorf("driver pipe: %w", err)
-	}
-	defer w.Close() // the child has its copy
-	dv, err := p.sb.startProgram(dir, p.sb.xdvipdfmx, []string{"-q", "-E", "-o", "main.pdf"},
-		cpuSeconds(p.cfg.WarmupTimeout+p.cfg.Runner.Timeout), nil, spawn{stdin: r})
-	r.Close()
-	if err != nil {
-		os.RemoveAll(dir)
-		return err
-	}
-	fail := func(err error) error {
-		dv.killGroup()
-		dv.reap()
-		os.RemoveAll(dir)
-		return err
-	}
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		return fail(fmt.Errorf("go pipe: %w", err))
-	}
-	defer goR.Close()
 	lw := &lineWatcher{nonce: wp.nonce,
 		pages: func(n int) {
 			if h := wp.hooks.Load(); h != nil {
@@ -315,14 +292,14 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 		if z == nil {
 			break
 		}
-		child, err := p.spawn(z, dir, w, goR, cpuSeconds(p.cfg.Runner.Timeout), lw.line)
+		child, goW, err := p.forkPair(z, dir, lw.line)
 		if errors.Is(err, errZygoteGone) {
 			p.retireZygote(z)
 			continue
 		}
 		if err != nil {
-			goW.Close()
-			return fail(err)
+			os.RemoveAll(dir)
+			return err
 		}
 		p.mu.Lock()
 		p.zyg.stats.Forked++
@@ -333,13 +310,54 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 		if n >= p.cfg.Zygote.Forks {
 			p.retireZygote(z)
 		}
-		child.follower = dv
 		wp.dir, wp.p, wp.goW, wp.zyg = dir, child, goW, z
-		wp.warmCPU = procCPU(dv.pid) + procCPU(child.pid)
+		wp.warmCPU = procCPU(child.pid) + procCPU(child.follower.pid)
 		return nil
 	}
-	goW.Close()
-	return fail(errZygoteGone)
+	os.RemoveAll(dir)
+	return errZygoteGone
+}
+
+// forkPair forks a driver child of z's driver zygote and then a TeX child
+// of z in dir. It returns the TeX child, whose follower is the driver
+// child (started by wait, see proc.followerGo), and the TeX child's go
+// pipe.
+func (p *Pool) forkPair(z *zygote, dir string, onLine func(string)) (*proc, *os.File, error) {
+	cpu := cpuSeconds(p.cfg.Runner.Timeout)
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer null.Close()
+	dgoR, dgoW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("go pipe: %w", err)
+	}
+	drv, err := p.spawn(z.drv, dir, null, dgoR, cpu, nil)
+	dgoR.Close()
+	if err != nil {
+		dgoW.Close()
+		return nil, nil, err
+	}
+	drv.name = "xdvipdfmx"
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		dgoW.Close()
+		drv.killGroup()
+		drv.reap()
+		return nil, nil, fmt.Errorf("go pipe: %w", err)
+	}
+	child, err := p.spawn(z, dir, null, goR, cpu, onLine)
+	goR.Close()
+	if err != nil {
+		goW.Close()
+		dgoW.Close()
+		drv.killGroup()
+		drv.reap()
+		return nil, nil, err
+	}
+	child.follower, child.followerGo = drv, dgoW
+	return child, goW, nil
 }
 
 // goChild lets the waiting child of the slot wp typeset the document in
@@ -365,7 +383,7 @@ func (p *Pool) zygoteStatsLocked() ZygoteStats {
 		s.Zygotes += len(prof.zygotes.ready)
 		s.ZygotesStarting += prof.zygotes.starting
 		for _, z := range prof.zygotes.ready {
-			s.ZygoteCPU += procCPU(z.p.pid)
+			s.ZygoteCPU += z.cpu()
 		}
 	}
 	s.ZygoteOff = p.zygoteOffLocked()
