@@ -129,7 +129,7 @@ type proc struct {
 	mu   sync.Mutex
 	tail []byte // the last outputTail bytes of stdout+stderr
 
-	killed atomic.Bool // killGroup was called
+	killed atomic.Bool // killGroup was called before the process exited
 
 	// follower is a process of the leader's group that finishes the
 	// leader's work after it (the pre-started xdvipdfmx of a warm
@@ -318,7 +318,14 @@ func (p *proc) output() string {
 // follower's group when it leads one of its own (a zygote child's
 // xdvipdfmx, started before the child existed).
 func (p *proc) killGroup() {
-	p.killed.Store(true)
+	select {
+	case <-p.exited:
+		// Exited by itself: reap need not wait for the group (a
+		// follower's, after a render, whose scan of /proc costs the
+		// server some milliseconds).
+	default:
+		p.killed.Store(true)
+	}
 	_ = unix.Kill(-p.pgid, unix.SIGKILL)
 	if f := p.follower; f != nil && f.pgid != p.pgid {
 		f.killGroup()

@@ -221,7 +221,7 @@ func (p *Pool) startZygote(prof *profile, shim, fmtPath string, stop <-chan stru
 		return fail(err)
 	}
 	drv := &zygote{prof: prof, dir: dir, owner: z, retire: z.retire}
-	drv.p, drv.ctl, err = p.startGated(dir, p.sb.xdvipdfmx, []string{"-q", "-E", "-o", "main.pdf", driverGate}, driverGate, shim, timeout, stop)
+	drv.p, drv.ctl, err = p.startGated(dir, p.sb.xdvipdfmx, []string{"-q", "-E", "-o", "main.pdf", driverGate}, driverGate, shim, timeout, stop, "OUTPRINT_ZYGOTE_FONTS=1")
 	if err != nil {
 		var gerr *gateError
 		if errors.As(err, &gerr) {
@@ -246,7 +246,7 @@ func (e *gateError) Error() string { return e.err.Error() }
 // startGated starts program with the shim preloaded and gate as its gate,
 // in dir, and waits until it says it is at its gate: it is then ready to
 // fork children through the returned control socket.
-func (p *Pool) startGated(dir, program string, args []string, gate, shim string, cpu uint64, stop <-chan struct{}) (*proc, *net.UnixConn, error) {
+func (p *Pool) startGated(dir, program string, args []string, gate, shim string, cpu uint64, stop <-chan struct{}, env ...string) (*proc, *net.UnixConn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("control socket: %w", err)
@@ -268,11 +268,11 @@ func (p *Pool) startGated(dir, program string, args []string, gate, shim string,
 	defer placeholder.Close()
 	pr, err := p.sb.startProgram(dir, program, args, cpu, nil, spawn{
 		extra: []*os.File{placeholder, theirs},
-		env: []string{
+		env: append([]string{
 			"LD_PRELOAD=" + shim,
 			fmt.Sprintf("OUTPRINT_ZYGOTE_FD=%d", zygoteCtlFD),
 			"OUTPRINT_ZYGOTE_GATE=" + gate,
-		},
+		}, env...),
 	})
 	if err != nil {
 		ctl.Close()
