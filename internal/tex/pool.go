@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -434,15 +433,6 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	out.driverDropped = pr.followerDropped
 	rep.close()
 	out.cpu = pr.cpu()
-	if os.Getenv("ZZDEBUG") != "" && pr.state != nil {
-		ru := pr.state.SysUsage().(*syscall.Rusage)
-		fmt.Fprintf(os.Stderr, "tex minflt %d u %v s %v", ru.Minflt, pr.state.UserTime(), pr.state.SystemTime())
-		if pr.follower != nil && pr.follower.state != nil {
-			ru := pr.follower.state.SysUsage().(*syscall.Rusage)
-			fmt.Fprintf(os.Stderr, " drv minflt %d u %v s %v", ru.Minflt, pr.follower.state.UserTime(), pr.follower.state.SystemTime())
-		}
-		fmt.Fprintln(os.Stderr)
-	}
 	out.maxRSS = pr.maxRSS()
 	if wp.zyg != nil && crashed(state) {
 		p.retireCrashed(wp.zyg)

@@ -292,7 +292,7 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 		if z == nil {
 			break
 		}
-		child, goW, err := p.forkPair(z, dir, lw.line)
+		child, goW, err := p.forkPair(z, dir, lw.line, false)
 		if errors.Is(err, errZygoteGone) {
 			p.retireZygote(z)
 			continue
@@ -319,10 +319,10 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 }
 
 // forkPair forks a driver child of z's driver zygote and then a TeX child
-// of z in dir. It returns the TeX child, whose follower is the driver
+// of z in dir (the probe pair with probe, see Pool.probe). It returns the TeX child, whose follower is the driver
 // child (started by wait, see proc.followerGo), and the TeX child's go
 // pipe.
-func (p *Pool) forkPair(z *zygote, dir string, onLine func(string)) (*proc, *os.File, error) {
+func (p *Pool) forkPair(z *zygote, dir string, onLine func(string), probe bool) (*proc, *os.File, error) {
 	cpu := cpuSeconds(p.cfg.Runner.Timeout)
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -333,7 +333,7 @@ func (p *Pool) forkPair(z *zygote, dir string, onLine func(string)) (*proc, *os.
 	if err != nil {
 		return nil, nil, fmt.Errorf("go pipe: %w", err)
 	}
-	drv, err := p.spawn(z.drv, dir, null, dgoR, cpu, nil)
+	drv, err := p.spawn(z.drv, dir, null, dgoR, cpu, probe, nil)
 	dgoR.Close()
 	if err != nil {
 		dgoW.Close()
@@ -347,7 +347,7 @@ func (p *Pool) forkPair(z *zygote, dir string, onLine func(string)) (*proc, *os.
 		drv.reap()
 		return nil, nil, fmt.Errorf("go pipe: %w", err)
 	}
-	child, err := p.spawn(z, dir, null, goR, cpu, onLine)
+	child, err := p.spawn(z, dir, null, goR, cpu, probe, onLine)
 	goR.Close()
 	if err != nil {
 		goW.Close()

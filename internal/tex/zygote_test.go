@@ -129,7 +129,7 @@ func forkTest(t *testing.T, p *Pool, z *zygote, body, goTeX string, cpu uint64) 
 	defer goR.Close()
 	defer goW.Close()
 	c := &child{dir: dir, news: make(chan struct{}, 1)}
-	c.p, err = p.spawn(z, dir, drv, goR, cpu, func(s string) {
+	c.p, err = p.spawn(z, dir, drv, goR, cpu, false, func(s string) {
 		c.mu.Lock()
 		c.lines = append(c.lines, s)
 		c.mu.Unlock()
@@ -510,6 +510,100 @@ func TestZygoteMatchesCold(t *testing.T) {
 	testenv.Require(t, "qpdf")
 	p, _ := newZygotePool(t, PoolConfig{})
 	matchesCold(t, p, true)
+}
+
+// TestZygoteHotPages: the probe, typesetting outprint's own document,
+// records the pages a child writes; a child waiting for its document has
+// already made them its own (so the document does not fault on them), and
+// a user's document never changes the record.
+func TestZygoteHotPages(t *testing.T) {
+	p, z := newZygotePool(t, PoolConfig{})
+	for _, name := range []string{"hot-tex", "hot-driver"} {
+		b, err := os.ReadFile(filepath.Join(z.dir, name))
+		if err != nil || len(b) == 0 || len(b)%16 != 0 {
+			t.Fatalf("%s: %d bytes, %v; want a list of ranges recorded by the probe", name, len(b), err)
+		}
+	}
+	before, _ := os.ReadFile(filepath.Join(z.dir, "hot-tex"))
+	var pages uint64
+	for i := 0; i < len(before); i += 16 {
+		pages += binary.NativeEndian.Uint64(before[i+8:]) / 4096
+	}
+	if pages < 256 {
+		t.Errorf("hot-tex holds %d pages, want the probe's writes (some hundreds at least)", pages)
+	}
+
+	waitFor(t, "an idle child of the zygote", func() bool { return len(idleChildrenOf(p, z)) > 0 })
+	pid := idleChildrenOf(p, z)[0]
+	// Pages the probe allocated after its fork are not mapped in a
+	// child that has not allocated them yet: only mapped ones count.
+	mapped := mappedPages(t, pid, before)
+	dirty := privateDirtyKB(t, pid)
+	if min := mapped * 4 * 9 / 10; mapped < pages/2 || dirty < min {
+		t.Errorf("an idle child has %d kB private dirty, want at least %d kB (90%% of the %d of %d hot pages it maps)", dirty, min, mapped, pages)
+	}
+
+	if _, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: strings.Repeat("A user's document. ", 200)}); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(z.dir, "hot-tex")); !bytes.Equal(after, before) {
+		t.Errorf("a user's render changed the hot pages")
+	}
+}
+
+// mappedPages counts the pages of the hot ranges (16 bytes each: start,
+// length) that lie in pid's writable private mappings.
+func mappedPages(t *testing.T, pid int, ranges []byte) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ a, b uint64 }
+	var maps []span
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f[1]) < 4 || f[1][1] != 'w' || f[1][3] != 'p' {
+			continue
+		}
+		var a, e uint64
+		if _, err := fmt.Sscanf(f[0], "%x-%x", &a, &e); err == nil {
+			maps = append(maps, span{a, e})
+		}
+	}
+	var n uint64
+	for i := 0; i+16 <= len(ranges); i += 16 {
+		start := binary.NativeEndian.Uint64(ranges[i:])
+		for at := start; at < start+binary.NativeEndian.Uint64(ranges[i+8:]); at += 4096 {
+			for _, m := range maps {
+				if m.a <= at && at < m.b {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
+}
+
+// privateDirtyKB is Private_Dirty of pid from /proc/PID/smaps_rollup.
+func privateDirtyKB(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Private_Dirty:" {
+			n, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no Private_Dirty in smaps_rollup of %d", pid)
+	return 0
 }
 
 // TestZygoteChildren: killing a child's group spares its siblings and the

@@ -8,8 +8,9 @@
  * \begin{document}, never returns in the zygote: the zygote says "R" on the
  * control socket and serves fork requests until the socket closes.
  *
- * A request is one SOCK_SEQPACKET message: the child's CPU-time limit
- * (uint64, native byte order), then its folder's path (NUL-terminated), and
+ * A request is one SOCK_SEQPACKET message: the child's CPU-time limit and
+ * flags (uint64s, native byte order), then its folder's path
+ * (NUL-terminated), and
  * by SCM_RIGHTS four fds: the folder, the output pipe (stdout and stderr),
  * the driver pipe (fd 3, xdvipdfmx's stdin) and the go pipe's read end. The
  * zygote answers with the child's pid (int32) once the child has detached
@@ -61,6 +62,8 @@ static char *gate;
 /* in_child: this process is a zygote's child; fonts_in_memory: its font
  * files are read from memory (a driver zygote's children). */
 static int in_child, fonts_in_memory;
+/* hot_path: the file of the pages a child writes (see hot_record). */
+static char hot_path[PATH_MAX];
 
 __attribute__((constructor)) static void shim_init(void) {
     const char *fd = getenv("OUTPRINT_ZYGOTE_FD");
@@ -70,6 +73,11 @@ __attribute__((constructor)) static void shim_init(void) {
     ctl_fd = atoi(fd);
     gate = strdup(g);
     fonts_in_memory = getenv("OUTPRINT_ZYGOTE_FONTS") != NULL;
+    /* The hot-page list of this zygote's children, in its folder. */
+    if (getcwd(hot_path, sizeof hot_path - 16) != NULL)
+        strcat(hot_path, strcmp(g, "main.xdv") == 0 ? "/hot-driver" : "/hot-tex");
+    else
+        hot_path[0] = 0;
     /* Nothing TeX starts (the output driver's shell) loads the shim. */
     unsetenv("LD_PRELOAD");
     unsetenv("OUTPRINT_ZYGOTE_FD");
@@ -190,8 +198,106 @@ static void detach_files(const char *zdir, int cdir, int keep1, int keep2) {
     }
 }
 
+
+/*
+ * Hot pages. A child's first write to each page it shares with its zygote
+ * is a copy-on-write fault, and a child writes about a thousand of them
+ * (TeX's arrays, the heap); on virtual machines whose page faults are
+ * costly these faults were a third of a child's CPU and all of its extra
+ * latency over a warm process. The zygote's first child, the probe, which
+ * typesets outprint's own probe document (never a user's), records at its
+ * exit which pages it had made its own; every later child makes those
+ * pages its own with one madvise(MADV_POPULATE_WRITE) per range before it
+ * waits for its document, so a document finds most of them already
+ * copied. Ranges that do not exist in a child (allocated after the fork)
+ * fail harmlessly.
+ */
+#define HOT_RANGES 8192
+#define HOT_PAGES 16384 /* 64 MiB at most, whatever the probe did */
+
+struct hot_range {
+    uint64_t start, len;
+};
+
+/* hot_record writes the ranges of private writable pages that this
+ * process maps exclusively (bit 56 of /proc/self/pagemap) to hot_path. */
+static void hot_record(void) {
+    FILE *m = fopen("/proc/self/maps", "re");
+    int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (m == NULL || pm < 0) {
+        if (m != NULL)
+            fclose(m);
+        if (pm >= 0)
+            close(pm);
+        return;
+    }
+    static struct hot_range out[HOT_RANGES];
+    static uint64_t ent[512];
+    int n = 0;
+    unsigned long pages = 0;
+    char line[512];
+    while (fgets(line, sizeof line, m) != NULL && pages < HOT_PAGES) {
+        unsigned long a, b;
+        char perm[8];
+        if (sscanf(line, "%lx-%lx %7s", &a, &b, perm) != 3 || perm[1] != 'w' || perm[3] != 'p')
+            continue;
+        for (unsigned long at = a; at < b && pages < HOT_PAGES;) {
+            size_t k = (b - at) / 4096;
+            if (k > 512)
+                k = 512;
+            ssize_t got = pread(pm, ent, k * 8, (off_t)(at / 4096) * 8);
+            if (got <= 0)
+                break;
+            k = (size_t)got / 8;
+            for (size_t i = 0; i < k && pages < HOT_PAGES; i++, at += 4096) {
+                if (!(ent[i] >> 63 & 1) || !(ent[i] >> 56 & 1))
+                    continue;
+                if (n > 0 && out[n - 1].start + out[n - 1].len == at)
+                    out[n - 1].len += 4096;
+                else if (n < HOT_RANGES)
+                    out[n++] = (struct hot_range){at, 4096};
+                else
+                    continue;
+                pages++;
+            }
+        }
+    }
+    fclose(m);
+    close(pm);
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", hot_path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    size_t want = (size_t)n * sizeof out[0];
+    if (write(fd, out, want) == (ssize_t)want && close(fd) == 0)
+        rename(tmp, hot_path);
+    else
+        unlink(tmp);
+}
+
+/* hot_prefault makes the recorded pages this child's own. */
+static void hot_prefault(void) {
+    if (hot_path[0] == 0)
+        return;
+    int fd = open(hot_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return; /* no probe yet */
+    static struct hot_range r[HOT_RANGES];
+    ssize_t n = read(fd, r, sizeof r);
+    close(fd);
+    unsigned long pages = 0;
+    for (ssize_t i = 0; i < n / (ssize_t)sizeof r[0] && pages < HOT_PAGES; i++) {
+        madvise((void *)(uintptr_t)r[i].start, (size_t)r[i].len, MADV_POPULATE_WRITE);
+        pages += r[i].len / 4096;
+    }
+}
+
+/* Flags of a request. */
+#define FORK_PROBE 1 /* the probe: record the hot pages at exit */
+
 struct request {
-    uint64_t cpu;
+    uint64_t cpu, flags;
     char dir[PATH_MAX];
 };
 
@@ -233,6 +339,10 @@ static void child(const struct request *r, int fds[4], pid_t server, int done) {
     snprintf(buf, sizeof buf, "%s/.cache", r->dir);
     setenv("XDG_CACHE_HOME", buf, 1);
     close(done);
+    if (r->flags & FORK_PROBE)
+        atexit(hot_record);
+    else
+        hot_prefault();
     /* Detached: wait, using no CPU, until the document is there. */
     char b;
     ssize_t n;
@@ -291,7 +401,7 @@ static void serve(void) {
             }
         }
         r.dir[sizeof r.dir - 1] = 0;
-        if (nfds != 4 || (size_t)n < sizeof r.cpu + 2 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        if (nfds != 4 || (size_t)n < sizeof r.cpu + sizeof r.flags + 2 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
             for (int i = 0; i < nfds; i++)
                 close(fds[i]);
             reply(-EINVAL);
