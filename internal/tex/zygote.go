@@ -26,7 +26,9 @@ import (
 // passed \begin{document} and then, instead of typesetting a document,
 // forks a child for each one: the child starts where a warm process waits
 // for its document, without paying the warm-up (some 140 ms of CPU, most of
-// it filling XeTeX's 160 MB of arrays). The fork happens inside XeTeX,
+// it filling XeTeX's 160 MB of arrays). Its driver zygote does the same
+// for xdvipdfmx, whose children convert the TeX children's main.xdv. The
+// fork happens inside XeTeX (and xdvipdfmx),
 // through a small C library preloaded into it (zygote/shim.c, built with
 // the machine's C compiler when the pool first needs it); see the
 // "zygote" section of DEVELOPERS.md.
@@ -474,17 +476,18 @@ func (z *zygote) fork(dir string, out, driver, goR *os.File, cpuSeconds uint64, 
 	return int(pid), nil
 }
 
-// spawn forks a child of z in dir with driverW (the write end of its
-// pre-started xdvipdfmx's stdin) as fd 3 and goR as its go pipe; the child
-// typesets its folder's go.tex once a byte arrives there. It is watched
-// like any started process: a waiter and a reader goroutine, rlimits by
-// prlimit.
-func (p *Pool) spawn(z *zygote, dir string, driverW, goR *os.File, cpuSeconds uint64, probe bool, onLine func(string)) (*proc, error) {
+// spawn forks a child of z (or of a driver zygote) in dir with fd3 as its
+// fd 3 and goR as its go pipe; the child starts on its document (a TeX
+// child: its folder's go.tex; a driver child: main.xdv) once a byte arrives
+// there. probe makes it the probe, which records its hot pages. It is
+// watched like any started process: a waiter and a reader goroutine,
+// rlimits by prlimit.
+func (p *Pool) spawn(z *zygote, dir string, fd3, goR *os.File, cpuSeconds uint64, probe bool, onLine func(string)) (*proc, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
-	pid, err := z.fork(dir, pw, driverW, goR, cpuSeconds, probe)
+	pid, err := z.fork(dir, pw, fd3, goR, cpuSeconds, probe)
 	pw.Close()
 	if err != nil {
 		pr.Close()
