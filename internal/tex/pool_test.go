@@ -75,7 +75,10 @@ func idleTeX(root, comm string) []int {
 		if err != nil {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(cwd, "body.tex")); err != nil {
+		// A zygote's probe typesets outprint's own page, not a
+		// user's document, and ends by itself.
+		_, err = os.Stat(filepath.Join(cwd, "body.tex"))
+		if err != nil || strings.Contains(filepath.Base(cwd), "outprint-probe-") {
 			pids = append(pids, pid)
 		}
 	}
