@@ -624,7 +624,8 @@ auth:
 		}
 	}
 	if got := counterValue(fams, "outprint_job_failures_total", map[string]string{"code": "too_many_pages"}); got != 1 {
-		t.Errorf("outprint_job_failures_total{code=too_many_pages} = %v, want 1", got)
+		t.Errorf("outprint_job_failures_total{code=too_many_pages} = %v, want 1; the failure series and log:\n%s\n%s", got,
+			grepLines(string(s.scrape()), "outprint_job_failures_total"), s.logs.String())
 	}
 	if got := counterValue(fams, "outprint_job_accepted_total", nil); got != 2 {
 		t.Errorf("outprint_job_accepted_total = %v, want 2", got)
