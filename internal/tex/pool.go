@@ -179,6 +179,23 @@ type warmProc struct {
 	zyg *zygote
 }
 
+// lineWatcher reads wp's TeX output for the render that takes wp: its
+// page and table-of-contents hooks are set by that render (wp.hooks).
+func (wp *warmProc) lineWatcher() *lineWatcher {
+	return &lineWatcher{nonce: wp.nonce,
+		pages: func(n int) {
+			if h := wp.hooks.Load(); h != nil {
+				h.pages(n)
+			}
+		},
+		onTOC: func() {
+			if h := wp.hooks.Load(); h != nil && h.toc != nil {
+				h.toc()
+			}
+		},
+	}
+}
+
 // runHooks are what a render wants to hear from its process's output.
 type runHooks struct {
 	pages func(int) // Job.Progress, through a reporter
@@ -404,7 +421,7 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	goAt := time.Now()
 	pr := wp.p
 	if wp.goW != nil {
-		if err := p.goChild(wp, job.maxPages()); err != nil {
+		if err := goChild(wp.dir, wp.nonce, wp.goW, job.maxPages()); err != nil {
 			wp.p.killGroup()
 			wp.p.reap()
 			rep.close()
@@ -788,18 +805,7 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		return fail(err)
 	}
 	readyMark := marker(wp.nonce) + "ready"
-	lw := &lineWatcher{nonce: wp.nonce,
-		pages: func(n int) {
-			if h := wp.hooks.Load(); h != nil {
-				h.pages(n)
-			}
-		},
-		onTOC: func() {
-			if h := wp.hooks.Load(); h != nil && h.toc != nil {
-				h.toc()
-			}
-		},
-	}
+	lw := wp.lineWatcher()
 	onLine := func(s string) {
 		if strings.Contains(s, readyMark) {
 			wp.readyOne.Do(func() { close(wp.ready) })

@@ -123,6 +123,7 @@ type proc struct {
 	pid      int
 	pgid     int           // the process group: pid for a leader
 	exited   chan struct{} // closed by the waiter goroutine when the leader has exited (not reaped yet)
+	exitedOK bool          // the leader exited with status 0; set before exited is closed
 	readDone chan struct{} // closed by the reader goroutine at the end of the output
 	out      *os.File      // read end of the output pipe; closed by the reader
 
@@ -264,6 +265,7 @@ func (p *proc) waitExit() {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		if err != unix.EINTR {
+			p.exitedOK = err == nil && info.Code == cldExited && exitStatus(&info) == 0
 			return
 		}
 	}
@@ -501,7 +503,7 @@ func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs ma
 	if cause == nil && p.follower != nil {
 		if dropFollower != nil && dropFollower() {
 			p.followerDropped = true
-		} else if p.followerGo != nil && !p.exitedOK() {
+		} else if p.followerGo != nil && !p.exitedOK {
 			// TeX failed: its output is incomplete and the
 			// failure is TeX's to report.
 			p.followerDropped = true
@@ -523,16 +525,6 @@ func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs ma
 		p.killGroup()
 	}
 	return p.reap(), cause
-}
-
-// exitedOK reports whether the leader, which has exited and is not yet
-// reaped, exited with status 0.
-func (p *proc) exitedOK() bool {
-	var info unix.Siginfo
-	if err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
-		return false
-	}
-	return info.Code == 1 /* CLD_EXITED */ && exitStatus(&info) == 0
 }
 
 // scratchSize sums the sizes of the files TeX wrote in dir (the inputs we
@@ -596,6 +588,9 @@ func procCPU(pid int) time.Duration {
 	// USER_HZ is 100 on every Linux we run on.
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
+
+// cldExited is si_code CLD_EXITED: the process exited (not killed).
+const cldExited = 1
 
 // exitStatus is si_status of a SIGCHLD siginfo from waitid: the exit code
 // when Code is CLD_EXITED (x/sys leaves the union's fields unnamed; on

@@ -281,19 +281,14 @@ func (p *Pool) probe(z *zygote, stop <-chan struct{}) error {
 	if err := writeFile(dir, "body.tex", bodyFile(probeDocument)); err != nil {
 		return err
 	}
-	if err := writeFile(dir, "go.tex", childGo(time.Now(), nonce, 10)); err != nil {
-		return err
-	}
 	child, goW, err := p.forkPair(z, dir, nil, true)
 	if err != nil {
 		return err
 	}
-	_, err = goW.Write([]byte{'g'})
-	goW.Close()
-	if err != nil {
+	if err := goChild(dir, nonce, goW, 10); err != nil {
 		child.killGroup()
 		child.reap()
-		return fmt.Errorf("probe go: %w", err)
+		return fmt.Errorf("probe: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.WarmupTimeout)
 	defer cancel()
@@ -403,19 +398,6 @@ func (z *zygote) close() {
 	os.RemoveAll(z.dir)
 }
 
-// exited is closed when the zygote or its driver zygote has exited.
-func (z *zygote) exited() <-chan struct{} {
-	ch := make(chan struct{})
-	go func() { // ends when either exits, which close guarantees
-		select {
-		case <-z.p.exited:
-		case <-z.drv.p.exited:
-		}
-		close(ch)
-	}()
-	return ch
-}
-
 // cpu is the CPU time of the zygote and its driver zygote so far (or in
 // all, once reaped).
 func (z *zygote) cpu() time.Duration {
@@ -503,7 +485,7 @@ func (p *Pool) spawn(z *zygote, dir string, fd3, goR *os.File, cpuSeconds uint64
 		return nil, fmt.Errorf("zygote child: %w", err)
 	}
 	c := &proc{
-		osp: osp, name: "xelatex", pid: pid, pgid: pid,
+		osp: osp, name: z.p.name, pid: pid, pgid: pid, // xelatex or xdvipdfmx
 		exited: make(chan struct{}), readDone: make(chan struct{}), out: pr,
 	}
 	go c.waitExit() // owned by c, as in startProgram

@@ -176,7 +176,6 @@ func (p *Pool) tendZygote(prof *profile) {
 	p.notifyLocked()
 	p.mu.Unlock()
 
-	zexited := z.exited()
 	life := time.NewTimer(p.cfg.Zygote.Lifetime)
 	defer life.Stop()
 	// A profile nobody used for the idle timeout (and without Min)
@@ -186,7 +185,8 @@ func (p *Pool) tendZygote(prof *profile) {
 watch:
 	for {
 		select {
-		case <-zexited:
+		case <-z.p.exited:
+		case <-z.drv.p.exited:
 		case <-z.retire:
 		case <-life.C:
 		case <-p.stop:
@@ -270,18 +270,6 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 	if err != nil {
 		return fmt.Errorf("scratch folder: %w", err)
 	}
-	lw := &lineWatcher{nonce: wp.nonce,
-		pages: func(n int) {
-			if h := wp.hooks.Load(); h != nil {
-				h.pages(n)
-			}
-		},
-		onTOC: func() {
-			if h := wp.hooks.Load(); h != nil && h.toc != nil {
-				h.toc()
-			}
-		},
-	}
 	for range 3 {
 		p.mu.Lock()
 		var z *zygote
@@ -292,7 +280,7 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 		if z == nil {
 			break
 		}
-		child, goW, err := p.forkPair(z, dir, lw.line, false)
+		child, goW, err := p.forkPair(z, dir, wp.lineWatcher().line, false)
 		if errors.Is(err, errZygoteGone) {
 			p.retireZygote(z)
 			continue
@@ -339,37 +327,36 @@ func (p *Pool) forkPair(z *zygote, dir string, onLine func(string), probe bool) 
 		dgoW.Close()
 		return nil, nil, err
 	}
-	drv.name = "xdvipdfmx"
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		dgoW.Close()
+	dropDriver := func() {
+		dgoW.Close() // unwritten: the driver child exits
 		drv.killGroup()
 		drv.reap()
+	}
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		dropDriver()
 		return nil, nil, fmt.Errorf("go pipe: %w", err)
 	}
 	child, err := p.spawn(z, dir, null, goR, cpu, probe, onLine)
 	goR.Close()
 	if err != nil {
 		goW.Close()
-		dgoW.Close()
-		drv.killGroup()
-		drv.reap()
+		dropDriver()
 		return nil, nil, err
 	}
 	child.follower, child.followerGo = drv, dgoW
 	return child, goW, nil
 }
 
-// goChild lets the waiting child of the slot wp typeset the document in
-// its folder: go.tex (the clock, the page limit, the nonce), then a byte
-// on its go pipe.
-func (p *Pool) goChild(wp *warmProc, maxPages int) error {
-	if err := writeFile(wp.dir, "go.tex", childGo(time.Now(), wp.nonce, maxPages)); err != nil {
+// goChild lets the zygote's child waiting in dir typeset the document
+// there: go.tex (the clock, the page limit, the nonce), then a byte on its
+// go pipe goW, which it closes.
+func goChild(dir, nonce string, goW *os.File, maxPages int) error {
+	defer goW.Close()
+	if err := writeFile(dir, "go.tex", childGo(time.Now(), nonce, maxPages)); err != nil {
 		return err
 	}
-	_, err := wp.goW.Write([]byte{'g'})
-	wp.goW.Close()
-	if err != nil {
+	if _, err := goW.Write([]byte{'g'}); err != nil {
 		return fmt.Errorf("tell the zygote's child to go: %w", err)
 	}
 	return nil
