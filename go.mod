@@ -30,6 +30,8 @@ require (
 	riverqueue.com/riverui v0.22.0
 )
 
+require rsc.io/pdf v0.1.1
+
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.27 // indirect

@@ -19,6 +19,11 @@ pooldocs=("${docs[@]}")
 [ -d "$corpus" ] && pooldocs+=(bench/docs/report-90.md)
 go run ./bench/pool -runs 5 -saturate 20s "${pooldocs[@]}"
 echo
+echo "== memory (bench/memory, issue 23): PSS of outprint serve and its TeX processes: ready, after the README's"
+echo "   examples (A4, letter, a form), idle once unused profiles retired (pool.idleTimeout 20s here, 5m by default),"
+echo "   and the peak of a worker in 1 GiB with every profile in use; targets: idle < 300 MiB, peak < 80 % of 1 GiB"
+go run ./bench/memory -bin "$bin"
+echo
 echo "== Markdown -> LaTeX conversion speed (go test -bench)"
 go test ./internal/markdown -run '^$' -bench BenchmarkLaTeX -benchtime 2s
 echo

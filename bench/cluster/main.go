@@ -160,7 +160,7 @@ func run(o *options) int {
 		return 1
 	}
 	o.workDir = dir
-	o.atClose(func() { os.RemoveAll(dir) })
+	o.atClose(func() { _ = os.RemoveAll(dir) })
 	if _, err := os.Stat(o.bin); err != nil {
 		fmt.Fprintf(os.Stderr, "cluster: %v (run make build)\n", err)
 		return 1
@@ -279,13 +279,13 @@ func freePort(pair bool) (int, error) {
 		}
 		p := l.Addr().(*net.TCPAddr).Port
 		if !pair {
-			l.Close()
+			_ = l.Close()
 			return p, nil
 		}
 		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
-		l.Close()
+		_ = l.Close()
 		if err == nil {
-			l2.Close()
+			_ = l2.Close()
 			return p, nil
 		}
 	}
@@ -323,19 +323,19 @@ func start(o *options, role, cpus, wait string, env []string) (*proc, error) {
 	}, env...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		log.Close()
+		_ = log.Close()
 		return nil, err
 	}
 	p := &proc{role: role, url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{}), log: log}
 	go func() { // ends when the process does
-		cmd.Wait()
+		_ = cmd.Wait()
 		close(p.done)
 	}()
 	o.atClose(p.stop)
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		if resp, err := http.Get(p.url + wait); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p, nil
 			}
@@ -358,14 +358,14 @@ func (p *proc) stop() {
 		return
 	default:
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(20 * time.Second):
-		p.cmd.Process.Kill()
+		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-	p.log.Close()
+	_ = p.log.Close()
 }
 
 // kill ends the process at once (SIGKILL): the bench's jobs need no drain.
@@ -375,9 +375,9 @@ func (p *proc) kill() {
 		return
 	default:
 	}
-	p.cmd.Process.Kill()
+	_ = p.cmd.Process.Kill()
 	<-p.done
-	p.log.Close()
+	_ = p.log.Close()
 }
 
 // pid is the outprint process's id (taskset execs outprint in place).
@@ -459,14 +459,14 @@ func startWeed(o *options) (string, error) {
 		return "", err
 	}
 	o.atClose(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		log.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		_ = log.Close()
 	})
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", ports[3])
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if resp, err := http.Get(endpoint + "/"); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode < 500 {
 				return endpoint, nil
 			}
@@ -487,7 +487,7 @@ func cluster(o *options, s3 string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	name := "outprint_bench_cluster_" + hex.EncodeToString(rnd[:])
@@ -500,7 +500,7 @@ func cluster(o *options, s3 string) ([]string, error) {
 			fmt.Fprintf(os.Stderr, "cluster: drop database %s: %v\n", name, err)
 			return
 		}
-		defer c.Close(context.Background())
+		defer func() { _ = c.Close(context.Background()) }()
 		if _, err := c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			fmt.Fprintf(os.Stderr, "cluster: drop database %s: %v\n", name, err)
 		}
@@ -536,7 +536,7 @@ func renderMemo(base string, i int) (time.Duration, error) {
 		return 0, err
 	}
 	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	d := time.Since(t0)
 	if err != nil {
 		return 0, err
@@ -630,12 +630,12 @@ func acceptPhase(o *options, s3 string) error {
 	// Status scrapes and a listing with every job queued, then the peak.
 	for range 3 {
 		if resp, err := client.Get(g.url + "/v1/jobs?limit=100"); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
 		}
 		if resp, err := client.Get(g.url + "/metrics"); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
 		}
 	}
 	o.gatewayRSS = status(g.pid(), "VmHWM")
@@ -813,7 +813,7 @@ func waitJobs(base string, ids []string, timeout time.Duration) error {
 				Error json.RawMessage
 			}
 			err = json.NewDecoder(bufio.NewReader(resp.Body)).Decode(&v)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if err != nil {
 				return fmt.Errorf("GET /v1/jobs/%s: %w", id, err)
 			}

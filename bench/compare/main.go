@@ -38,11 +38,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fallback := false
-	fmt.Fprintln(w, "document\toutprint (s)\tCPU s/render\tpandoc+xelatex (s)\tCPU s/render\toutprint/pandoc\t")
+	_, _ = fmt.Fprintln(w, "document\toutprint (s)\tCPU s/render\tpandoc+xelatex (s)\tCPU s/render\toutprint/pandoc\t")
 	for _, doc := range flag.Args() {
 		abs, _ := filepath.Abs(doc)
 		out := filepath.Join(tmp, "out.pdf")
@@ -67,10 +67,10 @@ func main() {
 				pd, mark, fallback = pd2, "*", true
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
 			secs(op.wall, op.err), secs(op.cpu, op.err), secs(pd.wall, pd.err)+mark, secs(pd.cpu, pd.err), ratio(op, pd))
 	}
-	w.Flush()
+	_ = w.Flush()
 	if fallback {
 		fmt.Println("* pandoc failed on the document as it is (it reads Outline's literal \\n as a TeX command); timed with -f markdown-raw_tex")
 	}

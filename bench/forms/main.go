@@ -32,7 +32,6 @@ import (
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/forms"
-	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/tex"
@@ -90,7 +89,7 @@ func run(n, conc int, formPath, valuesPath string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 
 	var results []outcome
 	op, err := benchOutprint(n, conc, pdf, values, vals, dir)
@@ -150,7 +149,7 @@ func benchOutprint(n, conc int, pdf, values []byte, vals map[string]any, dir str
 	if err != nil {
 		return outcome{}, err
 	}
-	defer pool.Close(context.Background())
+	defer func() { _ = pool.Close(context.Background()) }()
 	f, err := forms.New(forms.Config{}, pool)
 	if err != nil {
 		return outcome{}, err
@@ -162,7 +161,7 @@ func benchOutprint(n, conc int, pdf, values []byte, vals map[string]any, dir str
 		return outcome{}, err
 	}
 	out := filepath.Join(dir, "outprint.pdf")
-	os.WriteFile(out, first.PDF, 0o644)
+	_ = os.WriteFile(out, first.PDF, 0o644)
 	found, total := countFound(out, vals)
 	time.Sleep(2 * time.Second) // let the pool refill
 
@@ -203,13 +202,13 @@ func benchOutprint(n, conc int, pdf, values []byte, vals map[string]any, dir str
 	wall := time.Since(start)
 	per := func(v int64) float64 { return time.Duration(v / int64(n)).Seconds() }
 	var ru0 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru0)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru0)
 	fmt.Printf("outprint per fill: TeX CPU %.3fs (warm-up %.3fs), TeX engine %.3fs, wall %.3fs at concurrency %d\n",
 		per(texCPU.Load()), per(warmCPU.Load()), per(engine.Load()), wall.Seconds()/float64(n), conc)
 	// Peak memory: this process (the gateway's share) plus the TeX
 	// processes that run at once (conc × the largest one).
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	peak := ru.Maxrss*1024 + int64(conc)*peakTeX.Load()
 	return outcome{name: "outprint (warm pool)", fills: n, wall: wall, peakRSS: peak, found: found, total: total, failures: int(failures.Load())}, nil
 }
@@ -326,48 +325,13 @@ func runJobs(n, conc int, formPath, valuesPath string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	db, err := jobs.Open(ctx, "sqlite://"+filepath.Join(dir, "outprint.db"))
+	defer func() { _ = os.RemoveAll(dir) }()
+	var stack closers
+	defer stack.close()
+	svc, err := startJobs(ctx, dir, conc, &stack)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := jobs.Migrate(ctx, db); err != nil {
-		return err
-	}
-	st, err := store.NewFS(filepath.Join(dir, "data"))
-	if err != nil {
-		return err
-	}
-	pool, err := tex.NewPool(tex.PoolConfig{Min: 2 * conc, Max: 2 * conc})
-	if err != nil {
-		return err
-	}
-	defer pool.Close(ctx)
-	filler, err := forms.New(forms.Config{}, pool)
-	if err != nil {
-		return err
-	}
-	adm, err := admission.New(admission.Config{Slots: conc, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
-	if err != nil {
-		return err
-	}
-	svc, err := jobs.New(db, st, httpapi.NewFormJobRenderer(nil, filler), jobs.Config{
-		MaxWorkers: conc, Budget: worker.NewBudget(adm),
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond,
-	})
-	if err != nil {
-		return err
-	}
-	if err := svc.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		svc.Stop(sctx)
-	}()
 	start := time.Now()
 	ids := make([]string, 0, n)
 	for range n {
@@ -379,20 +343,9 @@ func runJobs(n, conc int, formPath, valuesPath string) error {
 		ids = append(ids, job.ID)
 	}
 	accepted := time.Since(start)
-	counts := map[string]int{}
-	for {
-		clear(counts)
-		for _, id := range ids {
-			j, err := svc.Get(ctx, "bench", id)
-			if err != nil {
-				return err
-			}
-			counts[j.State]++
-		}
-		if counts[jobs.StateSucceeded]+counts[jobs.StateFailed]+counts[jobs.StateCancelled] == n {
-			break
-		}
-		time.Sleep(2 * time.Second)
+	counts, err := waitEnded(ctx, svc, ids)
+	if err != nil {
+		return err
 	}
 	wall := time.Since(start)
 	fmt.Printf("%d fills as jobs: accepted in %.2fs, all ended in %.1fs (%.2f jobs/s): %d succeeded, %d failed\n",
@@ -401,4 +354,83 @@ func runJobs(n, conc int, formPath, valuesPath string) error {
 		return fmt.Errorf("%d of %d jobs did not succeed", n-counts[jobs.StateSucceeded], n)
 	}
 	return nil
+}
+
+// closers are the shutdowns of what startJobs started, run last first.
+type closers []func()
+
+func (c *closers) add(f func()) { *c = append(*c, f) }
+
+func (c closers) close() {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]()
+	}
+}
+
+// startJobs starts a job service for form fills in dir: SQLite, a file
+// store, a TeX pool of two processes per concurrent job, and an
+// admission controller of conc slots. Its shutdowns go on stack.
+func startJobs(ctx context.Context, dir string, conc int, stack *closers) (*jobs.Service, error) {
+	db, err := jobs.Open(ctx, "sqlite://"+filepath.Join(dir, "outprint.db"))
+	if err != nil {
+		return nil, err
+	}
+	stack.add(func() { _ = db.Close() })
+	if err := jobs.Migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	st, err := store.NewFS(filepath.Join(dir, "data"))
+	if err != nil {
+		return nil, err
+	}
+	pool, err := tex.NewPool(tex.PoolConfig{Min: 2 * conc, Max: 2 * conc})
+	if err != nil {
+		return nil, err
+	}
+	stack.add(func() { _ = pool.Close(ctx) })
+	filler, err := forms.New(forms.Config{}, pool)
+	if err != nil {
+		return nil, err
+	}
+	adm, err := admission.New(admission.Config{Slots: conc, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := jobs.New(db, st, worker.NewJobs(worker.JobsConfig{Forms: filler}), jobs.Config{
+		MaxWorkers: conc, Budget: worker.NewBudget(adm),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	stack.add(func() {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_ = svc.Stop(sctx)
+	})
+	return svc, nil
+}
+
+// waitEnded polls the jobs ids until every one has ended and returns how
+// many ended in each state.
+func waitEnded(ctx context.Context, svc *jobs.Service, ids []string) (map[string]int, error) {
+	counts := map[string]int{}
+	for {
+		clear(counts)
+		for _, id := range ids {
+			j, err := svc.Get(ctx, "bench", id)
+			if err != nil {
+				return nil, err
+			}
+			counts[j.State]++
+		}
+		if counts[jobs.StateSucceeded]+counts[jobs.StateFailed]+counts[jobs.StateCancelled] == len(ids) {
+			return counts, nil
+		}
+		time.Sleep(2 * time.Second)
+	}
 }

@@ -1,4 +1,4 @@
-// Command hostile replays the findings of issue 10 against `outprint serve`
+// Command hostile replays the findings of issues 10, 24 and 29 against `outprint serve`
 // on loopback, started here with OUTPRINT_TIMEOUT=20s, and prints per
 // finding the answers, how long the server stayed busy with it (a slot
 // held or its own CPU spent), the server's CPU seconds and peak RSS, and
@@ -51,7 +51,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.bin, "bin", "bin/outprint", "the outprint binary")
-	flag.DurationVar(&o.bound, "bound", 12*time.Minute, "bound of the whole run")
+	flag.DurationVar(&o.bound, "bound", 30*time.Minute, "bound of the whole run")
 	flag.DurationVar(&o.findingBound, "finding-bound", 90*time.Second, "longest wait for the server to be idle after one finding")
 	flag.StringVar(&o.only, "only", "", "run only the findings whose name contains this")
 	flag.Parse()
@@ -66,6 +66,9 @@ func main() {
 type finding struct {
 	name string
 	fire func(ctx context.Context, s *server) string
+	// bound, when set, replaces -finding-bound (a finding that builds a
+	// large backlog first).
+	bound time.Duration
 }
 
 // row is one line of the table.
@@ -105,7 +108,11 @@ func run(o options) error {
 		logOff := s.logSize()
 		cpu0 := s.cpu()
 		start := time.Now()
-		fctx, fcancel := context.WithTimeout(ctx, o.findingBound)
+		bound := o.findingBound
+		if f.bound > 0 {
+			bound = f.bound
+		}
+		fctx, fcancel := context.WithTimeout(ctx, bound)
 		answers := f.fire(fctx, s)
 		answered := time.Since(start)
 		idleAt, ok := s.waitIdle(fctx, mon)
@@ -124,7 +131,7 @@ func run(o options) error {
 }
 
 func printTable(rows []row, peak int64, p99, hmax time.Duration, tmp int64) {
-	fmt.Printf("\n%-34s %-40s %9s %9s %9s %8s %9s %10s\n", "finding (issue 10)", "answers", "answered", "busy", "slot max", "CPU s", "peak RSS", "healthz99")
+	fmt.Printf("\n%-34s %-40s %9s %9s %9s %8s %9s %10s\n", "finding (issue)", "answers", "answered", "busy", "slot max", "CPU s", "peak RSS", "healthz99")
 	worstBusy, worstSlot := time.Duration(0), time.Duration(0)
 	for _, r := range rows {
 		busy := fmt.Sprintf("%.1fs", r.busy.Seconds())
@@ -156,7 +163,7 @@ func findings() []finding {
 			return s.postJSON(ctx, s.key(name), md).String()
 		}}
 	}
-	return []finding{
+	fs := []finding{
 		doc("1 :::info x8000 (64 KB)", strings.Repeat(":::info\n", 8000)),
 		doc("1 +++ a x16000", strings.Repeat("+++ a\n", 16000)),
 		doc("2a distinct code languages 114 KB", codeLanguages(114<<10)),
@@ -183,7 +190,16 @@ func findings() []finding {
 		doc("9 3000 headings", threeThousandHeadings()),
 		doc("9 ## A then > ## B", "## A\n\n> ## B\n"),
 		doc("9 emphasis nested x1000", strings.Repeat("*", 1000)+"a"+strings.Repeat("*", 1000)+"\n"),
+		// Issue 29: link destinations in angle brackets, cmark's "unclosed
+		// links A" (24 KB took a minute of CPU before), and the forms
+		// found with it.
+		doc("29 [a](<b x4000 (24 KB)", strings.Repeat("[a](<b", 4000)),
+		doc("29 [a](<b x100k (600 KB)", strings.Repeat("[a](<b", 100_000)),
+		doc("29 [a](<b> x4000", strings.Repeat("[a](<b>", 4000)),
+		doc("29 [ (]( x100k (500 KB)", strings.Repeat("[ (](", 100_000)),
+		doc("29 ``\\ x100k (300 KB)", strings.Repeat("``\\", 100_000)),
 	}
+	return append(fs, issue24Findings()...)
 }
 
 func codeLanguages(size int) string {
@@ -220,7 +236,7 @@ func manyScans(side, extra int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	m := image.NewGray(image.Rect(0, 0, side, side))
 	for i := range m.Pix {
 		m.Pix[i] = 128
@@ -230,8 +246,12 @@ func manyScans(side, extra int) ([]byte, error) {
 		return nil, err
 	}
 	in, script, out := filepath.Join(dir, "b.jpg"), filepath.Join(dir, "s.txt"), filepath.Join(dir, "p.jpg")
-	os.WriteFile(in, base.Bytes(), 0o600)
-	os.WriteFile(script, []byte("0: 0 0 0 0;\n0: 1 63 0 1;\n0: 1 63 1 0;\n"), 0o600)
+	if err := os.WriteFile(in, base.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(script, []byte("0: 0 0 0 0;\n0: 1 63 0 1;\n0: 1 63 1 0;\n"), 0o600); err != nil {
+		return nil, err
+	}
 	if b, err := exec.Command("jpegtran", "-scans", script, "-outfile", out, in).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("jpegtran: %v %s", err, b)
 	}
@@ -264,14 +284,16 @@ func slowloris(ctx context.Context, s *server) string {
 			if err != nil {
 				return
 			}
-			defer conn.Close()
-			fmt.Fprintf(conn, "POST /v1/render HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{")
+			defer func() { _ = conn.Close() }()
+			// A connection the server closed is what is counted below, so
+			// failed writes are expected.
+			_, _ = fmt.Fprintf(conn, "POST /v1/render HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{")
 			stop := time.Now().Add(5 * time.Second)
 			br := bufio.NewReader(conn)
 			closed := false
 			for time.Now().Before(stop) && !closed {
-				conn.Write([]byte(" "))
-				conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				_, _ = conn.Write([]byte(" "))
+				_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 				for {
 					line, err := br.ReadString('\n')
 					if strings.HasPrefix(line, "HTTP/1.1 ") {
@@ -335,7 +357,8 @@ func noisePNG(side int, seed uint64) []byte {
 		m.Pix[i] = byte(r.UintN(256))
 	}
 	var b bytes.Buffer
-	(&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&b, m)
+	// A valid image into a bytes.Buffer: cannot fail.
+	_ = (&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&b, m)
 	return b.Bytes()
 }
 
@@ -387,7 +410,8 @@ type server struct {
 	mu   sync.Mutex
 }
 
-var users = []string{"1 :::info x8000 (64 KB)", "jpeg", "uploader", "jobs", "formats", "par-0", "par-1", "par-2", "par-3"}
+var users = []string{"1 :::info x8000 (64 KB)", "jpeg", "uploader", "jobs", "formats", "par-0", "par-1", "par-2", "par-3",
+	"forms-uploader", "value-keys", "previewer", "bystander", "owner", "colleague", "abandoner", "form-jobs"}
 
 // key returns the API key of user name (one per finding, so that findings
 // do not count against each other).
@@ -408,8 +432,15 @@ func startServer(bin string) (*server, error) {
 	s := &server{dir: dir, done: make(chan error, 1), keys: map[string]string{}}
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\ndataDir: %s\n", filepath.Join(dir, "data"))
-	cfg.WriteString("jobs: {maxStoredBytesPerTenant: 200MiB}\nshutdown: {grace: 5s}\nauth:\n  apiKeys:\n")
+	cfg.WriteString("jobs: {maxStoredBytesPerTenant: 200MiB}\nshutdown: {grace: 5s}\n")
+	// Finding 24.5's receivers are on loopback, under two host names.
+	fmt.Fprintf(&cfg, "webhooks: {allowHosts: [%s, %s], publicUrl: 'http://127.0.0.1'}\n", deadHookHost, healthyHookHost)
+	cfg.WriteString("auth:\n  apiKeys:\n")
 	names := append([]string{"default"}, users...)
+	names = append(names, quietHookUser)
+	for i := range noisyHookUsers {
+		names = append(names, noisyHookUser(i))
+	}
 	for _, f := range findings() {
 		names = append(names, f.name)
 	}
@@ -420,7 +451,22 @@ func startServer(bin string) (*server, error) {
 		k := fmt.Sprintf("hostile-key-%d", i)
 		s.keys[n] = k
 		sum := sha256.Sum256([]byte(k))
-		fmt.Fprintf(&cfg, "    - {user: u%d, tenant: hostile, sha256: %s}\n", i, hex.EncodeToString(sum[:]))
+		tenant := "hostile"
+		switch {
+		case n == quietHookUser:
+			tenant = "hooks-quiet" // another tenant, whose delivery must not wait
+		case strings.HasPrefix(n, "hooks-noisy-"):
+			tenant = "hooks-noisy"
+		}
+		switch n {
+		case "bystander":
+			tenant = "bystander" // another tenant, whose work must not slow down
+		case "previewer", "owner", "colleague", "form-jobs":
+			// Issue 24's jobs, apart from the tenant whose stored bytes
+			// issue 10's "5 jobs" finding fills to its quota.
+			tenant = "hostile-24"
+		}
+		fmt.Fprintf(&cfg, "    - {user: u%d, tenant: %s, sha256: %s, webhookSecrets: [%s]}\n", i, tenant, hex.EncodeToString(sum[:]), hookSecret)
 	}
 	cfgPath := filepath.Join(dir, "outprint.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
@@ -450,7 +496,9 @@ func startServer(bin string) (*server, error) {
 		br := bufio.NewReaderSize(stderr, 64<<10)
 		for {
 			line, err := br.ReadBytes('\n')
-			logf.Write(line)
+			// The log is a bench aid: losing it must not stop the pipe
+			// being drained.
+			_, _ = logf.Write(line)
 			var v struct{ Msg, Addr string }
 			if json.Unmarshal(line, &v) == nil && v.Msg == "listening" {
 				addr <- v.Addr
@@ -460,8 +508,8 @@ func startServer(bin string) (*server, error) {
 				break
 			}
 		}
-		io.Copy(logf, br)
-		logf.Close()
+		_, _ = io.Copy(logf, br)
+		_ = logf.Close()
 		s.done <- cmd.Wait()
 	}()
 	select {
@@ -471,27 +519,31 @@ func startServer(bin string) (*server, error) {
 	case err := <-s.done:
 		return nil, fmt.Errorf("server exited: %v (log %s)", err, filepath.Join(dir, "serve.log"))
 	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("server did not listen")
 	}
 }
 
 func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	// The process may have exited already; s.done says when it has.
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
 	select {
-	case <-s.done:
+	case err = <-s.done:
 	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
+		_ = s.cmd.Process.Kill()
+		err = <-s.done
 	}
-	os.RemoveAll(s.dir)
+	// The exit status after SIGTERM or a kill tells the bench nothing.
+	_ = err
+	_ = os.RemoveAll(s.dir)
 }
 
 func waitReady(ctx context.Context, base string) error {
 	for ctx.Err() == nil {
 		resp, err := http.Get(base + "/readyz")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return nil
 			}
@@ -545,8 +597,12 @@ func (s *server) longestRender(offset int64) time.Duration {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	f.Seek(offset, io.SeekStart)
+	defer func() { _ = f.Close() }() // read only
+	// From the start the log holds other runs' lines: no answer beats a
+	// wrong one.
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return 0
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	var longest time.Duration
 	for {
@@ -567,7 +623,8 @@ func (s *server) longestRender(offset int64) time.Duration {
 
 func (s *server) tmpBytes() int64 {
 	var n int64
-	filepath.Walk(filepath.Join(s.dir, "data", "tmp"), func(_ string, fi os.FileInfo, err error) error {
+	// Unreadable entries are skipped, and the walk itself never fails.
+	_ = filepath.Walk(filepath.Join(s.dir, "data", "tmp"), func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {
 			n += fi.Size()
 		}
@@ -595,11 +652,12 @@ func (s *server) admissionIdle() bool {
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var v struct {
 		Admission struct{ Running, Queued int }
 	}
-	json.NewDecoder(resp.Body).Decode(&v)
+	// Undecoded reads as idle; the CPU test next to it still holds.
+	_ = json.NewDecoder(resp.Body).Decode(&v)
 	return v.Admission.Running == 0 && v.Admission.Queued == 0
 }
 
@@ -628,7 +686,7 @@ func (s *server) post(ctx context.Context, key, path, ctype string, body []byte)
 	if err != nil {
 		return answer{err: err}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	a := answer{status: resp.StatusCode}
 	var v struct{ Errors []struct{ Code string } }
@@ -655,13 +713,13 @@ func multipartBody(md string, assets map[string][]byte) (string, []byte) {
 		h := textproto.MIMEHeader{}
 		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, name, file))
 		w, _ := mw.CreatePart(h)
-		w.Write(data)
+		_, _ = w.Write(data) // into b, a bytes.Buffer: cannot fail
 	}
 	part("document", "doc.md", []byte(md))
 	for name, data := range assets {
 		part("asset", name, data)
 	}
-	mw.Close()
+	_ = mw.Close()
 	return mw.FormDataContentType(), b.Bytes()
 }
 
@@ -713,7 +771,7 @@ func startMonitor(ctx context.Context, s *server) *monitor {
 			resp, err := client.Get(s.url + "/healthz")
 			d := time.Since(t)
 			if err == nil {
-				resp.Body.Close()
+				_ = resp.Body.Close()
 			} else {
 				d = 5 * time.Second
 			}

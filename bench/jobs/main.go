@@ -52,6 +52,7 @@ import (
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/markdown"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/script"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/worker"
@@ -127,7 +128,7 @@ func run(o options) int {
 	o.folders = &folders
 	defer func() {
 		for _, dir := range folders {
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir)
 		}
 	}()
 	if o.cpuProfile != "" {
@@ -136,7 +137,7 @@ func run(o options) int {
 			fmt.Fprintln(os.Stderr, "jobs:", err)
 			return 2
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			fmt.Fprintln(os.Stderr, "jobs:", err)
 			return 2
@@ -168,6 +169,17 @@ func run(o options) int {
 			splits = append(splits, s)
 		}
 	}
+	printAccepts(o, accepts)
+	printSplits(o, splits)
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// printAccepts prints the table of the acceptance bursts, each against
+// its target rate.
+func printAccepts(o options, accepts []acceptResult) {
 	fmt.Printf("durable acceptance: POST /v1/jobs over loopback HTTP, %d small jobs, %d clients, no worker (GOMAXPROCS %d)\n",
 		o.jobs, o.clients, runtime.GOMAXPROCS(0))
 	fmt.Printf("%-9s %7s %11s %8s %8s %8s %13s %s\n", "database", "jobs", "accepted/s", "p50 ms", "p99 ms", "max ms", "peak RSS MiB", "target")
@@ -183,20 +195,21 @@ func run(o options) int {
 		fmt.Printf("%-9s %7d %11.0f %8.1f %8.1f %8.1f %13d %s %s\n", a.kind, a.jobs, a.rate(), ms(pct(a.latency, 0.5)),
 			ms(pct(a.latency, 0.99)), ms(pct(a.latency, 1)), a.peakRSS>>20, ok, verdict)
 	}
-	if len(splits) > 0 {
-		fmt.Printf("\nqueue delay / run split: %d jobs posted at once, rendered by %d workers through XeLaTeX (warm pool)\n", o.render, o.slots)
-		fmt.Printf("%-9s %5s %8s %9s %19s %19s %19s\n", "database", "jobs", "drain s", "jobs/s", "queue delay p50/p95", "run p50/p95 ms", "render p50/p95 ms")
-		for _, s := range splits {
-			fmt.Printf("%-9s %5d %8.1f %9.2f %9.0f/%-9.0f %9.0f/%-9.0f %9.0f/%-9.0f\n", s.kind, s.jobs, s.drain.Seconds(),
-				float64(s.jobs)/s.drain.Seconds(), ms(pct(s.queueDelay, 0.5)), ms(pct(s.queueDelay, 0.95)),
-				ms(pct(s.run, 0.5)), ms(pct(s.run, 0.95)), ms(pct(s.render, 0.5)), ms(pct(s.render, 0.95)))
-		}
-		fmt.Println("(queue delay in ms; run = claim → succeeded, with storage; render = the Render stage alone)")
+}
+
+// printSplits prints the table of the rendered bursts (none: nothing).
+func printSplits(o options, splits []splitResult) {
+	if len(splits) == 0 {
+		return
 	}
-	if failed {
-		return 1
+	fmt.Printf("\nqueue delay / run split: %d jobs posted at once, rendered by %d workers through XeLaTeX (warm pool)\n", o.render, o.slots)
+	fmt.Printf("%-9s %5s %8s %9s %19s %19s %19s\n", "database", "jobs", "drain s", "jobs/s", "queue delay p50/p95", "run p50/p95 ms", "render p50/p95 ms")
+	for _, s := range splits {
+		fmt.Printf("%-9s %5d %8.1f %9.2f %9.0f/%-9.0f %9.0f/%-9.0f %9.0f/%-9.0f\n", s.kind, s.jobs, s.drain.Seconds(),
+			float64(s.jobs)/s.drain.Seconds(), ms(pct(s.queueDelay, 0.5)), ms(pct(s.queueDelay, 0.95)),
+			ms(pct(s.run, 0.5)), ms(pct(s.run, 0.95)), ms(pct(s.render, 0.5)), ms(pct(s.render, 0.95)))
 	}
-	return 0
+	fmt.Println("(queue delay in ms; run = claim → succeeded, with storage; render = the Render stage alone)")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -252,7 +265,7 @@ func newEnv(ctx context.Context, o options, kind string, pl *render.Pipeline, ad
 	if err != nil {
 		return nil, err
 	}
-	e.cleanup = append(e.cleanup, func() { db.Close() })
+	e.cleanup = append(e.cleanup, func() { _ = db.Close() })
 	if err := jobs.Migrate(ctx, db); err != nil {
 		return nil, err
 	}
@@ -267,7 +280,7 @@ func newEnv(ctx context.Context, o options, kind string, pl *render.Pipeline, ad
 		MaxQueuedPerTenant: 1 << 30}
 	var renderer jobs.Renderer
 	if pl != nil {
-		e.timed = &timedRenderer{next: worker.NewJobRenderer(pl, nil)}
+		e.timed = &timedRenderer{next: worker.NewJobs(worker.JobsConfig{Pipeline: pl})}
 		renderer = e.timed
 		cfg.MaxWorkers = o.slots
 		cfg.Budget = worker.NewBudget(adm)
@@ -285,29 +298,44 @@ func newEnv(ctx context.Context, o options, kind string, pl *render.Pipeline, ad
 		e.cleanup = append(e.cleanup, func() {
 			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			e.svc.Stop(sctx)
+			_ = e.svc.Stop(sctx)
 		})
 	}
+	if err := e.serve(o, pl, adm, quiet); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// serve starts the HTTP API in front of e's job service, its capacity
+// from pl and adm (nil: a controller that lets every client accept at
+// once), on a port of loopback.
+func (e *env) serve(o options, pl *render.Pipeline, adm *admission.Controller, quiet *slog.Logger) error {
 	if adm == nil {
 		// Acceptance counts its caller (one anonymous user here) while it
 		// reads, checks and stores: every client may be in it at once.
+		var err error
 		if adm, err = admission.New(admission.Config{Slots: 1, QueueDepth: 4, PerUser: o.clients + o.render}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	api, err := httpapi.New(httpapi.Config{Pipeline: pl, Admission: adm, Anonymous: true, Jobs: e.svc, Logger: quiet})
+	capacity, err := worker.New(worker.Config{Pipeline: pl, Admission: adm})
 	if err != nil {
-		return nil, err
+		return err
+	}
+	api, err := httpapi.New(httpapi.Config{Capacity: capacity, Anonymous: true, Jobs: e.svc, Logger: quiet})
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln) // ends at Close below
-	e.cleanup = append(e.cleanup, func() { hs.Close() })
+	go func() { _ = hs.Serve(ln) }() // ends at Close below
+	e.cleanup = append(e.cleanup, func() { _ = hs.Close() })
 	e.url = "http://" + ln.Addr().String()
-	return e, nil
+	return nil
 }
 
 // createDatabase makes a fresh database on the server at base and returns
@@ -317,7 +345,7 @@ func createDatabase(ctx context.Context, base string, e *env) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("PostgreSQL at %s: %w", redact(base), err)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	name := "outprint_bench_" + hex.EncodeToString(rnd[:])
@@ -330,7 +358,7 @@ func createDatabase(ctx context.Context, base string, e *env) (string, error) {
 			fmt.Fprintf(os.Stderr, "jobs: drop database %s: %v\n", name, err)
 			return
 		}
-		defer c.Close(context.Background())
+		defer func() { _ = c.Close(context.Background()) }()
 		if _, err := c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			fmt.Fprintf(os.Stderr, "jobs: drop database %s: %v\n", name, err)
 		}
@@ -423,12 +451,12 @@ func renderBurst(o options, kind string) (splitResult, error) {
 	if err != nil {
 		return splitResult{}, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	pool, err := tex.NewPool(tex.PoolConfig{
 		Runner:    tex.RunnerConfig{TempDir: tmp},
 		Min:       o.slots,
 		Max:       o.slots,
-		Preambles: []string{markdown.Preamble(markdown.Profile{Paper: "a4", Scripts: markdown.ScriptsOf("Latin")})},
+		Preambles: []string{markdown.Preamble(markdown.Profile{Paper: "a4", Scripts: script.Of("Latin")})},
 	})
 	if err != nil {
 		return splitResult{}, err
@@ -436,7 +464,7 @@ func renderBurst(o options, kind string) (splitResult, error) {
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		pool.Close(cctx)
+		_ = pool.Close(cctx)
 	}()
 	pl := render.New(render.Config{Engine: pool, TempDir: tmp})
 	// One render first, so the pool is warm and fonts are cached.
@@ -503,7 +531,7 @@ func waitAll(ctx context.Context, base string, ids []string) ([]jobView, error) 
 		}
 		var body struct{ Jobs []jobView }
 		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if err != nil {
 			return nil, err
 		}

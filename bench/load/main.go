@@ -139,7 +139,11 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		defer srv.stop()
+		defer func() {
+			if err := srv.stop(); err != nil {
+				_, _ = fmt.Fprintf(os.Stderr, "load: the server did not stop cleanly: %v (log %s)\n", err, srv.logPath)
+			}
+		}()
 		base = srv.url
 	}
 	if err := checkLoopback(base); err != nil {
@@ -185,14 +189,10 @@ type server struct {
 	done    chan error
 }
 
-// startServer starts `bin serve` on 127.0.0.1 with a port of its choice,
-// API keys for the users and a temporary data folder, and learns the
-// address from its "listening" log line.
-func startServer(o options, keys []string) (*server, error) {
-	dir, err := os.MkdirTemp("", "outprint-load-")
-	if err != nil {
-		return nil, err
-	}
+// writeConfig writes the server's configuration into dir and returns
+// its path: the admission settings of o, an API key for each user, the
+// data folder in dir.
+func writeConfig(dir string, o options, keys []string) (string, error) {
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\ndataDir: %s\n", filepath.Join(dir, "data"))
 	fmt.Fprintf(&cfg, "admission: {slots: %d, queueDepth: %d, perUser: %d}\n", o.slots, o.queueDepth, o.perUser)
@@ -201,7 +201,19 @@ func startServer(o options, keys []string) (*server, error) {
 		fmt.Fprintf(&cfg, "    - {user: load-%d, tenant: load, sha256: %s}\n", i, digest(k))
 	}
 	cfgPath := filepath.Join(dir, "outprint.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
+	return cfgPath, os.WriteFile(cfgPath, []byte(cfg.String()), 0o600)
+}
+
+// startServer starts `bin serve` on 127.0.0.1 with a port of its choice,
+// API keys for the users and a temporary data folder, and learns the
+// address from its "listening" log line.
+func startServer(o options, keys []string) (*server, error) {
+	dir, err := os.MkdirTemp("", "outprint-load-")
+	if err != nil {
+		return nil, err
+	}
+	cfgPath, err := writeConfig(dir, o, keys)
+	if err != nil {
 		return nil, err
 	}
 	logPath := o.logPath
@@ -231,7 +243,7 @@ func startServer(o options, keys []string) (*server, error) {
 		sent := false
 		for sc.Scan() {
 			line := sc.Bytes()
-			logFile.Write(append(line, '\n'))
+			_, _ = logFile.Write(append(line, '\n'))
 			if !sent {
 				var v struct{ Msg, Addr string }
 				if json.Unmarshal(line, &v) == nil && v.Msg == "listening" {
@@ -240,14 +252,14 @@ func startServer(o options, keys []string) (*server, error) {
 				}
 			}
 		}
-		logFile.Close()
+		_ = logFile.Close()
 		err := cmd.Wait()
 		// The temporary folder goes; the log stays only when it is in it
 		// (no -log given), for the path printed at the end.
 		if o.logPath != "" {
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir)
 		} else {
-			os.RemoveAll(filepath.Join(dir, "data"))
+			_ = os.RemoveAll(filepath.Join(dir, "data"))
 		}
 		s.done <- err
 	}()
@@ -258,7 +270,7 @@ func startServer(o options, keys []string) (*server, error) {
 	case err := <-s.done:
 		return nil, fmt.Errorf("server exited before listening (%v); log: %s", err, logPath)
 	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("server did not listen within 30 s; log: %s", logPath)
 	}
 }
@@ -277,13 +289,14 @@ func cleanEnv() []string {
 
 // stop sends SIGTERM and waits for the graceful shutdown, killing the
 // server if it takes longer than its grace period and some.
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
+func (s *server) stop() error {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM) // an exited server: done tells
 	select {
-	case <-s.done:
+	case err := <-s.done:
+		return err
 	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
+		_ = s.cmd.Process.Kill()
+		return fmt.Errorf("killed after 20 s (%w)", <-s.done)
 	}
 }
 
@@ -298,8 +311,8 @@ func waitReady(base string, bound time.Duration) error {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(base + "/readyz")
 		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -329,99 +342,123 @@ func load(o options, base string, keys []string, doc string) *results {
 	defer cancel()
 	body, _ := json.Marshal(map[string]string{"markdown": doc})
 	transport := &http.Transport{MaxIdleConnsPerHost: o.clients + 2}
-	client := &http.Client{Transport: transport}
 	defer transport.CloseIdleConnections()
-
-	var (
-		mu      sync.Mutex
-		res     = &results{codes: map[string]int{}, statuses: map[int]int{}}
-		sent    atomic.Int64
-		wg      sync.WaitGroup
-		started = time.Now()
-	)
-	for i := range o.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := ""
-			if len(keys) > 0 {
-				key = keys[i%len(keys)]
-			}
-			for ctx.Err() == nil && sent.Add(1) <= int64(o.maxRequests) {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/render", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				if key != "" {
-					req.Header.Set("Authorization", "Bearer "+key)
-				}
-				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						mu.Lock()
-						res.errs++
-						mu.Unlock()
-					}
-					continue
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				d := time.Since(t0)
-				if err != nil && ctx.Err() != nil {
-					continue // cut off by the end of the run
-				}
-				mu.Lock()
-				res.statuses[resp.StatusCode]++
-				switch resp.StatusCode {
-				case http.StatusOK:
-					res.renders = append(res.renders, d)
-				case http.StatusTooManyRequests:
-					res.refusals = append(res.refusals, d)
-					res.codes[errorCode(b)]++
-				}
-				mu.Unlock()
-				if resp.StatusCode == http.StatusTooManyRequests {
-					select {
-					case <-ctx.Done():
-					case <-time.After(o.refusalPause):
-					}
-				}
-			}
-		}()
+	l := &loader{
+		o: o, base: base, body: body,
+		client: &http.Client{Transport: transport},
+		res:    &results{codes: map[string]int{}, statuses: map[int]int{}},
 	}
-	// The prober asks /healthz at a steady pace over its own connection,
-	// as an orchestrator's liveness check would.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		probe := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
-		tick := time.NewTicker(o.probeEvery)
-		defer tick.Stop()
-		for {
+	var wg sync.WaitGroup
+	started := time.Now()
+	for i := range o.clients {
+		key := ""
+		if len(keys) > 0 {
+			key = keys[i%len(keys)]
+		}
+		wg.Go(func() { l.renders(ctx, key) })
+	}
+	wg.Go(func() { l.probe(ctx) })
+	wg.Wait()
+	l.res.elapsed = time.Since(started)
+	return l.res
+}
+
+// loader is the state the goroutines of load share.
+type loader struct {
+	o      options
+	base   string
+	body   []byte // the render request
+	client *http.Client
+	sent   atomic.Int64
+
+	mu  sync.Mutex
+	res *results
+}
+
+// renders is one client: it asks for renders with key, one after the
+// other, pausing after a refusal, until ctx ends or the request bound
+// is reached.
+func (l *loader) renders(ctx context.Context, key string) {
+	for ctx.Err() == nil && l.sent.Add(1) <= int64(l.o.maxRequests) {
+		status, err := l.render(ctx, key)
+		if err != nil {
+			continue
+		}
+		if status == http.StatusTooManyRequests {
 			select {
 			case <-ctx.Done():
-				return
-			case <-tick.C:
+			case <-time.After(l.o.refusalPause):
 			}
-			t0 := time.Now()
-			resp, err := probe.Get(base + "/healthz")
-			d := time.Since(t0)
-			ok := err == nil && resp.StatusCode == http.StatusOK
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			mu.Lock()
-			if ok {
-				res.health = append(res.health, d)
-			} else if ctx.Err() == nil {
-				res.healthKO++
-			}
-			mu.Unlock()
 		}
-	}()
-	wg.Wait()
-	res.elapsed = time.Since(started)
-	return res
+	}
+}
+
+// render asks for one render and records its answer. It returns the
+// status, or an error for a request that got none (counted unless the
+// run's end cut it off).
+func (l *loader) render(ctx context.Context, key string) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, l.base+"/v1/render", bytes.NewReader(l.body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	t0 := time.Now()
+	resp, err := l.client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.mu.Lock()
+			l.res.errs++
+			l.mu.Unlock()
+		}
+		return 0, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	d := time.Since(t0)
+	if err != nil && ctx.Err() != nil {
+		return 0, err // cut off by the end of the run
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.res.statuses[resp.StatusCode]++
+	switch resp.StatusCode {
+	case http.StatusOK:
+		l.res.renders = append(l.res.renders, d)
+	case http.StatusTooManyRequests:
+		l.res.refusals = append(l.res.refusals, d)
+		l.res.codes[errorCode(b)]++
+	}
+	return resp.StatusCode, nil
+}
+
+// probe asks /healthz at a steady pace over its own connection, as an
+// orchestrator's liveness check would, until ctx ends.
+func (l *loader) probe(ctx context.Context) {
+	probe := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	tick := time.NewTicker(l.o.probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t0 := time.Now()
+		resp, err := probe.Get(l.base + "/healthz")
+		d := time.Since(t0)
+		ok := err == nil && resp.StatusCode == http.StatusOK
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		l.mu.Lock()
+		if ok {
+			l.res.health = append(l.res.health, d)
+		} else if ctx.Err() == nil {
+			l.res.healthKO++
+		}
+		l.mu.Unlock()
+	}
 }
 
 func errorCode(body []byte) string {

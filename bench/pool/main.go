@@ -91,18 +91,20 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	defer os.RemoveAll(tmp)
+	// The figures are printed by then: the pools' Closes and the removal
+	// of the scratch folder are best effort.
+	defer func() { _ = os.RemoveAll(tmp) }()
 
 	pool, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: tmp}})
 	if err != nil {
 		fail(err)
 	}
-	defer pool.Close(context.Background())
+	defer func() { _ = pool.Close(context.Background()) }()
 	pool0, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: tmp}, Zygote: tex.ZygoteConfig{Off: true}})
 	if err != nil {
 		fail(err)
 	}
-	defer pool0.Close(context.Background())
+	defer func() { _ = pool0.Close(context.Background()) }()
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: tmp})
 	if err != nil {
 		fail(err)
@@ -115,7 +117,8 @@ func main() {
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	pandocFallback := false
-	fmt.Fprintln(w, "document\tpages\truns\twarm (s)\tnozyg (s)\tcold (s)\tfloor (s)\tpandoc (s)\twarm/pandoc\tcold/pandoc\twarm/floor\tCPU s warm\tCPU s nozyg\tCPU s cold\tCPU s pandoc\twarm = cold\t")
+	// A stdout that fails fails Flush too, whose error is checked.
+	_, _ = fmt.Fprintln(w, "document\tpages\truns\twarm (s)\tnozyg (s)\tcold (s)\tfloor (s)\tpandoc (s)\twarm/pandoc\tcold/pandoc\twarm/floor\tCPU s warm\tCPU s nozyg\tCPU s cold\tCPU s pandoc\twarm = cold\t")
 	for _, doc := range flag.Args() {
 		req, err := request(doc)
 		if err != nil {
@@ -123,14 +126,16 @@ func main() {
 		}
 		// One render of each first: the pool learns the document's
 		// preamble (format built, a process warm), caches fill.
-		cold.Do(context.Background(), req, nil)
-		warm.Do(context.Background(), req, nil)
-		warm0.Do(context.Background(), req, nil)
+		// A document that fails fails the measured renders below too,
+		// and the table shows their error.
+		_, _ = cold.Do(context.Background(), req, nil)
+		_, _ = warm.Do(context.Background(), req, nil)
+		_, _ = warm0.Do(context.Background(), req, nil)
 		settle(pool)
 		settle(pool0)
 		// The zygote's process, whose children the first renders were
 		// not, is used up: from here on every render is forked.
-		warm.Do(context.Background(), req, nil)
+		_, _ = warm.Do(context.Background(), req, nil)
 		settle(pool)
 
 		warmSample := func(pipe *render.Pipeline, pl *tex.Pool, rec *recorder) func() sample {
@@ -177,12 +182,14 @@ func main() {
 				}
 			}
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
+		_, _ = fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", filepath.Base(doc),
 			ws.pages, ws.runs, secs(ws.wall, ws.err), secs(w0.wall, w0.err), secs(cs.wall, cs.err), secs(ws.floor, ws.err), secs(ps.wall, ps.err)+mark,
 			ratio(ws.wall, ps.wall, ws.err, ps.err), ratio(cs.wall, ps.wall, cs.err, ps.err), ratio(ws.wall, ws.floor, ws.err, nil),
 			secs(ws.cpu, ws.err), secs(w0.cpu, w0.err), secs(cs.cpu, cs.err), secs(ps.cpu, ps.err), same(ws, cs))
 	}
-	w.Flush()
+	if err := w.Flush(); err != nil {
+		fail(err)
+	}
 	fmt.Println("warm: a zygote's child; nozyg: zygotes off, each warm process warms up by itself (the pool before zygotes)")
 	fmt.Println("renders after each document's first reuse its converted SVGs (render's SVG cache); a new SVG adds one rsvg-convert run, ~40 ms here")
 	if pandocFallback {
@@ -318,14 +325,15 @@ func pandoc(doc, tmp string, extra ...string) sample {
 // selfCPU is the CPU time of this process so far.
 func selfCPU() time.Duration {
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	// Getrusage fails only on a bad pointer or who: neither here.
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // childCPU is the CPU time of every reaped child of this process so far.
 func childCPU() time.Duration {
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) // as in selfCPU
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 

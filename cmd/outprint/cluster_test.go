@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,37 +36,57 @@ type proc struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
-	logs *lockedBuffer
+	logs *testenv.Buffer
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startRole starts `outprint ROLE` with env on a port of its own and waits
-// for /readyz.
+// startRole starts `outprint ROLE` with env on a port of its own (no other
+// test's, so cluster tests run in parallel) and waits for /readyz.
 func startRole(t *testing.T, role string, env ...string) *proc {
 	t.Helper()
-	port := freePort(t)
+	p := launchRole(t, role, env...)
+	p.waitReady()
+	return p
+}
+
+// launchRole starts `outprint ROLE` as startRole does but returns at once,
+// so that the processes of a cluster warm their TeX at the same time;
+// the test waits for each with waitReady before using it. The port is
+// known before the process listens: a gateway is given the URLs of
+// workers that are still starting, and probes them until they are ready.
+func launchRole(t *testing.T, role string, env ...string) *proc {
+	t.Helper()
+	port := testenv.FreePort(t)
 	listenVar := "OUTPRINT_LISTEN"
 	if role == roleWorker {
 		listenVar = "OUTPRINT_WORKER_LISTEN"
 	}
-	p := &proc{t: t, role: role, url: fmt.Sprintf("http://127.0.0.1:%d", port), logs: &lockedBuffer{},
+	p := &proc{t: t, role: role, url: fmt.Sprintf("http://127.0.0.1:%d", port), logs: &testenv.Buffer{},
 		env: append([]string{listenVar + "=127.0.0.1:" + strconv.Itoa(port), "OUTPRINT_DATA_DIR=" + t.TempDir()}, env...)}
-	p.start()
+	p.launch()
 	t.Cleanup(p.stop)
 	return p
 }
 
+// start starts the process (again, after kill or stop) and waits until
+// it is ready.
 func (p *proc) start() {
+	p.t.Helper()
+	p.launch()
+	p.waitReady()
+}
+
+// waitReady waits until the process answers /readyz 200, failing the test
+// with its log if it exits first.
+func (p *proc) waitReady() {
+	p.t.Helper()
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	waitReady(p.t, p.url, done, p.logs)
+}
+
+// launch starts the process without waiting for it.
+func (p *proc) launch() {
 	p.t.Helper()
 	cmd := exec.Command(binary, p.role)
 	cmd.Env = append(os.Environ(), p.env...)
@@ -84,28 +103,13 @@ func (p *proc) start() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			p.logs.Write([]byte(sc.Text() + "\n"))
+			// testenv.Buffer is in memory: Write cannot fail.
+			_, _ = p.logs.Write([]byte(sc.Text() + "\n"))
 		}
 	}()
 	p.mu.Lock()
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(p.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-done:
-			p.t.Fatalf("outprint %s exited before it was ready:\n%s", p.role, p.logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("outprint %s never ready:\n%s", p.role, p.logs.String())
-		}
-	}
 }
 
 // kill kills the process with SIGKILL, as a machine that dies would.
@@ -117,20 +121,20 @@ func (p *proc) kill() {
 	if cmd == nil {
 		return
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
+	// The process may have exited already, and its exit status after a
+	// signal is not what the tests check: both errors are dropped.
+	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-done
-	cmd.Wait()
+	_ = cmd.Wait()
 }
 
 // waitRendering waits until the process has a render running (its
 // outprint_admission_running gauge is 1), failing the test after within.
 func (p *proc) waitRendering(within time.Duration) {
 	p.t.Helper()
-	for deadline := time.Now().Add(within); p.metric("outprint_admission_running") != 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			p.t.Fatalf("outprint %s never started a render", p.role)
-		}
-	}
+	testenv.EventuallyWithin(p.t, within, "outprint "+p.role+" to start a render", func() bool {
+		return p.metric("outprint_admission_running") == 1
+	})
 }
 
 // terminate sends SIGTERM and hands the process over to the caller, who
@@ -140,7 +144,7 @@ func (p *proc) terminate() (cmd *exec.Cmd, done chan struct{}) {
 	cmd, done = p.cmd, p.done
 	p.cmd = nil
 	p.mu.Unlock()
-	cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM) // as in kill
 	return cmd, done
 }
 
@@ -152,15 +156,16 @@ func (p *proc) stop() {
 	if cmd == nil {
 		return
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
+	// As in kill: exit errors after a signal are dropped.
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		<-done
 		p.t.Errorf("outprint %s did not stop on SIGTERM", p.role)
 	}
-	cmd.Wait()
+	_ = cmd.Wait()
 	if p.t.Failed() {
 		p.t.Logf("outprint %s log:\n%s", p.role, tailString(p.logs.String(), 6000))
 	}
@@ -179,7 +184,7 @@ func (p *proc) metric(name string) float64 {
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
@@ -211,7 +216,7 @@ func post(url string, header map[string]string, body []byte) answer {
 	if err != nil {
 		return answer{err: err}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return answer{status: resp.StatusCode, header: resp.Header, body: b, err: err}
 }
@@ -221,7 +226,7 @@ func get(url string) answer {
 	if err != nil {
 		return answer{err: err}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return answer{status: resp.StatusCode, header: resp.Header, body: b, err: err}
 }
@@ -278,6 +283,7 @@ func longDocument(pages int) string {
 // cluster secret; without it, or with a wrong one, it answers 401 and
 // renders nothing.
 func TestClusterSecret(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "pdfinfo")
 	env := clusterDB(t)
 	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
@@ -318,12 +324,16 @@ func TestClusterSecret(t *testing.T) {
 // with Retry-After and the busy error list, taken from the worker's own
 // busy answer.
 func TestClusterWorkerBusy(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "pdfinfo")
 	env := clusterDB(t)
-	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	w := launchRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
 	gwEnv := append(env, "OUTPRINT_GATEWAY_WORKERS="+w.url, "OUTPRINT_ADMISSION_SLOTS=4", "OUTPRINT_ADMISSION_PER_USER=4")
-	g1 := startRole(t, roleGateway, gwEnv...)
-	g2 := startRole(t, roleGateway, gwEnv...)
+	g1 := launchRole(t, roleGateway, gwEnv...)
+	g2 := launchRole(t, roleGateway, gwEnv...)
+	for _, p := range []*proc{w, g1, g2} {
+		p.waitReady() // a gateway is ready once it saw its one worker ready
+	}
 
 	// The long render (about 150 pages, near the 1 MiB bound of a
 	// document) must still hold the worker's one slot when the two others
@@ -381,6 +391,7 @@ func TestClusterWorkerBusy(t *testing.T) {
 // document was bad; none is lost or left running; every synchronous render
 // answered 200, or 429/503 with Retry-After.
 func TestClusterChaos(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "pdfinfo")
 	total := 200
 	if testing.Short() {
@@ -391,10 +402,15 @@ func TestClusterChaos(t *testing.T) {
 		"OUTPRINT_STORE=s3://outprint-chaos/deploy?region=us-east-1&endpoint="+s3.Endpoint,
 		"AWS_ACCESS_KEY_ID="+testenv.S3AccessKey, "AWS_SECRET_ACCESS_KEY="+testenv.S3SecretKey,
 		"OUTPRINT_JOBS_LEASE_TIMEOUT=3s", "OUTPRINT_MAX_PAGES=3")
-	w1 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
-	w2 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
-	g := startRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w1.url+","+w2.url,
+	w1 := launchRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	w2 := launchRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	g := launchRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w1.url+","+w2.url,
 		"OUTPRINT_ADMISSION_SLOTS=2", "OUTPRINT_ADMISSION_PER_USER=8", "OUTPRINT_ADMISSION_QUEUE_DEPTH=8")...)
+	for _, p := range []*proc{w1, w2, g} {
+		p.waitReady()
+	}
+	waitGatewaySees(t, g, w1, true)
+	waitGatewaySees(t, g, w2, true)
 
 	// Jobs: every tenth document is bad and must fail with its own error.
 	type accepted struct {
@@ -500,9 +516,11 @@ func TestClusterChaos(t *testing.T) {
 	}
 	go func() { // ends when every job was handed to a submitter
 		defer close(next)
+		tick := time.NewTicker(pace)
+		defer tick.Stop()
 		for i := range total {
 			next <- i
-			time.Sleep(pace)
+			<-tick.C
 		}
 	}()
 	acceptedCount := func() int {
@@ -510,11 +528,7 @@ func TestClusterChaos(t *testing.T) {
 		defer mu.Unlock()
 		return len(jobsDone)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); acceptedCount() < total/5; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("jobs are not being accepted")
-		}
-	}
+	testenv.Eventually(t, "jobs to be accepted", func() bool { return acceptedCount() >= total/5 })
 	// The gateway dies during acceptance and comes back.
 	g.kill()
 	g.start()
@@ -522,7 +536,7 @@ func TestClusterChaos(t *testing.T) {
 	// A worker dies in the middle of a render and comes back.
 	w1.waitRendering(2 * time.Minute)
 	w1.kill()
-	time.Sleep(time.Second)
+	waitGatewaySees(t, g, w1, false) // its probe found the worker gone
 	w1.start()
 
 	// The store goes away for five seconds.
@@ -552,19 +566,13 @@ func TestClusterChaos(t *testing.T) {
 			Attempts int
 			Error    *struct{ Code string }
 		}
-		for {
+		testenv.EventuallyWithin(t, time.Until(deadline), "job "+j.id+" to end", func() bool {
 			a := get(g.url + "/v1/jobs/" + j.id)
 			if a.err != nil || a.status != http.StatusOK || json.Unmarshal(a.body, &st) != nil {
 				t.Fatalf("GET job %s: %d %s %v (lost?)", j.id, a.status, a.body, a.err)
 			}
-			if st.State == "succeeded" || st.State == "failed" || st.State == "cancelled" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s stuck in %s", j.id, st.State)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return st.State == "succeeded" || st.State == "failed" || st.State == "cancelled"
+		})
 		if st.Attempts > 1 {
 			retried++
 		}
@@ -607,6 +615,8 @@ func TestClusterChaos(t *testing.T) {
 // {"message","phase"} (a gateway moves on to another worker); then the
 // worker exits 0.
 func TestClusterWorkerDrain(t *testing.T) {
+	// Serial: a 150-page render must end within the worker's 30 s
+	// grace, which a machine shared with parallel tests may not give it.
 	testenv.Require(t, "xelatex", "pdfinfo")
 	env := clusterDB(t)
 	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
@@ -616,16 +626,11 @@ func TestClusterWorkerDrain(t *testing.T) {
 	w.waitRendering(time.Minute)
 	cmd, done := w.terminate()
 	var a answer
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	testenv.EventuallyWithin(t, time.Minute, "a refusal while draining", func() bool {
 		a = post(w.url+"/v1/worker/render", secret, bundle("# Memo\n\nShort.\n"))
 		// Until the signal is handled the worker is merely full (429).
-		if a.err == nil && a.status != http.StatusOK && a.status != http.StatusTooManyRequests {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal while draining: %d %v", a.status, a.err)
-		}
-	}
+		return a.err == nil && a.status != http.StatusOK && a.status != http.StatusTooManyRequests
+	})
 	var body struct{ Message, Phase string }
 	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" ||
 		json.Unmarshal(a.body, &body) != nil || body.Message == "" || body.Phase != "draining" {
@@ -648,11 +653,18 @@ func TestClusterWorkerDrain(t *testing.T) {
 // the other one, and comes back to the first once it returns (shown by
 // killing the second: renders go on, on the first, restarted, worker).
 func TestClusterFailover(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "pdfinfo")
 	env := clusterDB(t)
-	w1 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
-	w2 := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
-	g := startRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w1.url+","+w2.url)...)
+	w1 := launchRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	w2 := launchRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
+	g := launchRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w1.url+","+w2.url)...)
+	for _, p := range []*proc{w1, w2, g} {
+		p.waitReady()
+	}
+	// Both workers in the gateway's view before the first one dies.
+	waitGatewaySees(t, g, w1, true)
+	waitGatewaySees(t, g, w2, true)
 	renders := func(what string) {
 		t.Helper()
 		body, _ := json.Marshal(map[string]string{"markdown": "# Memo\n\nFailover.\n"})

@@ -19,7 +19,7 @@ func composeSchema(t *testing.T) *jsonschema.Schema {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	doc, err := jsonschema.UnmarshalJSON(f)
 	if err != nil {
 		t.Fatalf("compose-spec.json: %v", err)
@@ -70,7 +70,7 @@ func TestComposeSchema(t *testing.T) {
 	}
 	for _, c := range []struct{ name, old, new string }{
 		{"misspelt service key", "    stop_grace_period: 40s", "    stop_grace_periode: 40s"},
-		{"misspelt limit", "limits: {cpus: \"1\", memory: 1g, pids: 128}", "limits: {cpu: \"1\", memory: 1g, pids: 128}"},
+		{"misspelt limit", "limits: {cpus: \"1\", memory: 1g, pids: 512}", "limits: {cpu: \"1\", memory: 1g, pids: 512}"},
 		{"retries not a number", "retries: 30", "retries: [30]"},
 		{"misspelt top-level key", "\nvolumes:\n", "\nvolume:\n"},
 	} {

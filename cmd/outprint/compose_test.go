@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,12 +15,13 @@ import (
 	"github.com/outprint/outprint/internal/config"
 )
 
-// No Docker daemon runs here, so compose.yaml and the Dockerfile are
-// checked as files: compose.yaml against the Compose specification's JSON
-// schema (compose_schema_test.go), strictly against the part of the
-// specification it uses (field names and value types as the specification
-// defines them; an unknown or misspelt key fails), and every service's
-// command, environment and limits against the README's table.
+// compose.yaml checked as a file, beside internal/imagetest, which builds
+// the image and runs compose.yaml with docker compose: against the Compose
+// specification's JSON schema (compose_schema_test.go), strictly against
+// the part of the specification it uses (field names and value types as
+// the specification defines them; an unknown or misspelt key fails), and
+// every service's command, environment and limits against the README's
+// table.
 
 // composeFile is the subset of the Compose specification compose.yaml
 // uses. Top-level "x-" keys are extensions (anchors) and skipped.
@@ -176,11 +176,13 @@ func TestComposeSpec(t *testing.T) {
 	if w.Deploy.Replicas == nil || *w.Deploy.Replicas < 2 {
 		t.Errorf("worker replicas = %v, want at least 2", w.Deploy.Replicas)
 	}
-	// SPEC §3's container limits for every container that renders.
+	// SPEC §3's container limits for every container that renders, but
+	// for the pids: it counts threads, and a worker with a warm browser
+	// for diagrams needs more than SPEC's 128 (issue 27; 152 were seen).
 	for _, name := range []string{"worker"} {
 		l := f.Services[name].Deploy.Resources.Limits
-		if l.Cpus != "1" || l.Memory != "1g" || l.Pids != 128 {
-			t.Errorf("%s limits = %+v, want 1 CPU, 1g, 128 PIDs", name, l)
+		if l.Cpus != "1" || l.Memory != "1g" || l.Pids != 512 {
+			t.Errorf("%s limits = %+v, want 1 CPU, 1g, 512 PIDs", name, l)
 		}
 	}
 	for _, name := range []string{"migrate", "gateway", "worker"} {
@@ -297,36 +299,4 @@ func readmeEnv(rows map[string][]string, name string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// TestDockerfile: multi-stage, a non-root user, and the Debian packages
-// read from scripts/setup.sh's list by the same shell the build runs.
-func TestDockerfile(t *testing.T) {
-	raw, err := os.ReadFile("../../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	df := string(raw)
-	if n := regexp.MustCompile(`(?m)^FROM `).FindAllStringIndex(df, -1); len(n) < 2 {
-		t.Errorf("Dockerfile has %d stages, want a build stage and a runtime stage", len(n))
-	}
-	user := regexp.MustCompile(`(?m)^USER (\S+)`).FindStringSubmatch(df)
-	if user == nil || strings.HasPrefix(user[1], "0") || strings.HasPrefix(user[1], "root") {
-		t.Errorf("Dockerfile USER = %v, want a non-root user", user)
-	}
-	extract := regexp.MustCompile(`eval "\$\((sed .*?/tmp/setup\.sh)\)"`).FindStringSubmatch(df)
-	if extract == nil {
-		t.Fatal("Dockerfile does not read the package list from scripts/setup.sh")
-	}
-	script := strings.ReplaceAll(extract[1], "/tmp/setup.sh", "../../scripts/setup.sh")
-	out, err := exec.Command("bash", "-c", `eval "$(`+script+`)"; printf '%s\n' "${packages[@]}"`).Output()
-	if err != nil {
-		t.Fatalf("the Dockerfile's extraction fails on setup.sh: %v", err)
-	}
-	pkgs := strings.Fields(string(out))
-	for _, want := range []string{"texlive-xetex", "fonts-noto-core", "fonts-noto-cjk", "librsvg2-bin"} {
-		if !slices.Contains(pkgs, want) {
-			t.Errorf("packages read from setup.sh = %v, want %s among them", pkgs, want)
-		}
-	}
 }

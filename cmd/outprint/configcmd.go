@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,28 +14,35 @@ import (
 // configCmd is `outprint config check [FILE]`: it loads the configuration
 // exactly as serve does (FILE, else --config, else $OUTPRINT_CONFIG, else
 // embedded defaults only; then the OUTPRINT_* environment) and prints the
-// effective values with where each came from, or every error (exit 2).
+// effective values (the packages' defaults for what it leaves out,
+// service.Effective) with where each came from, or every error (exit 2).
 func configCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fs := newFlags("config check", stderr)
+		fs.String("config", "", "read the configuration from `FILE` (default $"+config.EnvConfig+")")
+		writeHelp(stdout, fs)
+		return exitOK
+	}
 	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintf(stderr, "outprint config: want the subcommand check\n%s", usage)
+		// Terminal output: write errors are dropped (see run).
+		_, _ = fmt.Fprintf(stderr, "outprint config: want the subcommand check\n%s", usage)
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "configuration file (default $"+config.EnvConfig+")")
+	fs := newFlags("config check", stderr)
+	configFile := fs.String("config", "", "read the configuration from `FILE` (default $"+config.EnvConfig+")")
 	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+		return parseDone(fs, err, stdout, stderr)
 	}
 	switch fs.NArg() {
 	case 0:
 	case 1:
 		if *configFile != "" && *configFile != fs.Arg(0) {
-			fmt.Fprintf(stderr, "outprint config check: give the file once (%s or --config %s)\n", fs.Arg(0), *configFile)
+			_, _ = fmt.Fprintf(stderr, "outprint config check: give the file once (%s or --config %s)\n", fs.Arg(0), *configFile)
 			return exitUsage
 		}
 		*configFile = fs.Arg(0)
 	default:
-		fmt.Fprintf(stderr, "outprint config check: want at most one FILE\n%s", usage)
+		_, _ = fmt.Fprintf(stderr, "outprint config check: want at most one FILE\n%s", usage)
 		return exitUsage
 	}
 	env := os.Environ()
@@ -48,8 +54,8 @@ func configCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	// serve refuses to start anonymous on a public address; a check that
 	// passed such a configuration would mislead.
-	if err := cfg.CheckListen(); err != nil {
-		fmt.Fprintf(stderr, "outprint config check: %v\n", err)
+	if err := service.CheckRole(service.RoleServe, cfg); err != nil {
+		_, _ = fmt.Fprintf(stderr, "outprint config check: %v\n", err)
 		return exitUsage
 	}
 	if _, err := service.WebhookPolicy(cfg); err != nil {
@@ -57,15 +63,18 @@ func configCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	if path == "" {
-		fmt.Fprintln(stdout, "# effective configuration: embedded defaults and the environment")
+		_, _ = fmt.Fprintln(stdout, "# effective configuration: embedded defaults and the environment")
 	} else {
-		fmt.Fprintf(stdout, "# effective configuration: %s and the environment\n", path)
+		_, _ = fmt.Fprintf(stdout, "# effective configuration: %s and the environment\n", path)
 	}
-	fmt.Fprint(stdout, cfg.Effective())
+	// The values the packages fill in for what the configuration leaves
+	// out, with where each given one came from.
+	_, _ = fmt.Fprint(stdout, service.Effective(cfg).Effective())
 	if render.EmojiSet(render.DefaultEmojiDir) != "" {
-		fmt.Fprintf(stdout, "# emoji: images from %s\n", render.DefaultEmojiDir)
+		_, _ = fmt.Fprintf(stdout, "# emoji: images from %s\n", render.DefaultEmojiDir)
 	} else {
-		fmt.Fprintf(stdout, "# emoji: no image set in %s; emoji print as Symbola outlines (scripts/emoji.sh installs it)\n", render.DefaultEmojiDir)
+		_, _ = fmt.Fprintf(stdout, "# emoji: no image set in %s; emoji print as Symbola outlines (scripts/emoji.sh installs it)\n", render.DefaultEmojiDir)
 	}
+	_, _ = fmt.Fprintf(stdout, "# diagrams: %s\n", service.DiagramsStatus(cfg))
 	return exitOK
 }

@@ -17,16 +17,17 @@ import (
 	"github.com/outprint/outprint/internal/tex"
 )
 
-// formsArgs parses flags that may follow positional arguments.
-func formsArgs(fs *flag.FlagSet, args []string) ([]string, bool) {
+// interleavedArgs parses flags that may come before and after the
+// positional arguments, and returns those (render, fields, fill).
+func interleavedArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, false
+			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, true
+			return pos, nil
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
@@ -52,18 +53,19 @@ func newFiller() (*forms.Filler, error) {
 func formsReport(err error, name string, asJSON bool, stdout, stderr io.Writer) int {
 	var le *limits.Error
 	if !errors.As(err, &le) {
-		fmt.Fprintf(stderr, "outprint: internal error: %v\n", err)
+		// Terminal output: write errors are dropped (see run).
+		_, _ = fmt.Fprintf(stderr, "outprint: internal error: %v\n", err)
 		return exitInternal
 	}
 	if asJSON {
-		json.NewEncoder(stdout).Encode(map[string]any{"errors": le.Problems})
+		_ = json.NewEncoder(stdout).Encode(map[string]any{"errors": le.Problems})
 	} else {
 		for _, p := range le.Problems {
 			where := name
 			if p.Line > 0 {
 				where = fmt.Sprintf("%s:%d", name, p.Line)
 			}
-			fmt.Fprintf(stderr, "%s: %s (%s)\n", where, p.Message, p.Code)
+			_, _ = fmt.Fprintf(stderr, "%s: %s (%s)\n", where, p.Message, p.Code)
 		}
 	}
 	return exitCodeOf(le)
@@ -71,25 +73,24 @@ func formsReport(err error, name string, asJSON bool, stdout, stderr io.Writer) 
 
 // fieldsCmd is `outprint fields FORM.pdf [--json]`.
 func fieldsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fields", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("fields", stderr)
 	asJSON := fs.Bool("json", false, "print the fields (or the errors) as JSON")
-	files, ok := formsArgs(fs, args)
-	if !ok {
-		return exitUsage
+	files, err := interleavedArgs(fs, args)
+	if err != nil {
+		return parseDone(fs, err, stdout, stderr)
 	}
 	if len(files) != 1 {
-		fmt.Fprint(stderr, "outprint fields: want exactly one PDF file\n"+usage)
+		_, _ = fmt.Fprint(stderr, "outprint fields: want exactly one PDF file\n"+usage)
 		return exitUsage
 	}
 	pdf, err := readBounded(files[0], limits.MaxPDFBytes)
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint fields: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint fields: %v\n", err)
 		return exitUsage
 	}
 	filler, err := newFiller()
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint fields: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint fields: %v\n", err)
 		return exitUsage
 	}
 	fields, err := filler.Fields(ctx, pdf)
@@ -102,7 +103,7 @@ func fieldsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"fields": fields})
+		_ = enc.Encode(map[string]any{"fields": fields})
 		return exitOK
 	}
 	for _, f := range fields {
@@ -114,7 +115,7 @@ func fieldsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if f.MaxLen > 0 {
 			extra += fmt.Sprintf(" maxLen %d", f.MaxLen)
 		}
-		fmt.Fprintf(stdout, "%s\t%s\tpage %d\t%s%s\n", f.Name, f.Type, f.Page, val, extra)
+		_, _ = fmt.Fprintf(stdout, "%s\t%s\tpage %d\t%s%s\n", f.Name, f.Type, f.Page, val, extra)
 	}
 	return exitOK
 }
@@ -123,16 +124,15 @@ func fieldsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // After an error no output file is left behind: the PDF is written to a
 // temporary file next to OUT and renamed only when complete.
 func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fill", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("o", "", "output PDF (default: FORM-filled.pdf)")
+	fs := newFlags("fill", stderr)
+	out := fs.String("o", "", "write the filled PDF to `OUT.pdf` (default: FORM-filled.pdf)")
 	asJSON := fs.Bool("json", false, "print errors as the JSON error list")
-	files, ok := formsArgs(fs, args)
-	if !ok {
-		return exitUsage
+	files, err := interleavedArgs(fs, args)
+	if err != nil {
+		return parseDone(fs, err, stdout, stderr)
 	}
 	if len(files) != 2 {
-		fmt.Fprint(stderr, "outprint fill: want a PDF form and a values JSON file\n"+usage)
+		_, _ = fmt.Fprint(stderr, "outprint fill: want a PDF form and a values JSON file\n"+usage)
 		return exitUsage
 	}
 	name := files[0]
@@ -141,17 +141,17 @@ func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	pdf, err := readBounded(name, limits.MaxPDFBytes)
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint fill: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint fill: %v\n", err)
 		return exitUsage
 	}
 	values, err := readBounded(files[1], forms.MaxValuesBytes)
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint fill: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint fill: %v\n", err)
 		return exitUsage
 	}
 	filler, err := newFiller()
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint fill: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint fill: %v\n", err)
 		return exitUsage
 	}
 	res, err := filler.Fill(ctx, pdf, values, nil)
@@ -166,7 +166,7 @@ func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(*out), ".outprint-fill-*.pdf")
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint fill: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint fill: %v\n", err)
 		return exitInternal
 	}
 	_, werr := tmp.Write(res.PDF)
@@ -181,10 +181,11 @@ func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		werr = os.Rename(tmp.Name(), *out)
 	}
 	if werr != nil {
-		os.Remove(tmp.Name())
-		fmt.Fprintf(stderr, "outprint fill: %v\n", werr)
+		// Best effort: the write error below is the one worth reporting.
+		_ = os.Remove(tmp.Name())
+		_, _ = fmt.Fprintf(stderr, "outprint fill: %v\n", werr)
 		return exitInternal
 	}
-	fmt.Fprintf(stderr, "%s: %d pages, %d fields, %d filled\n", *out, res.Pages, res.Fields, res.Filled)
+	_, _ = fmt.Fprintf(stderr, "%s: %d pages, %d fields, %d filled\n", *out, res.Pages, res.Fields, res.Filled)
 	return exitOK
 }

@@ -14,6 +14,7 @@ import (
 // TestFillCommand fills the README's example form as a new user would and
 // checks the result with pdfinfo and pdftotext.
 func TestFillCommand(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "qpdf", "prlimit", "pdfinfo", "pdftotext")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "filled.pdf")
@@ -46,10 +47,13 @@ func TestFillCommand(t *testing.T) {
 // TestFillCommandErrors: every problem is reported with the values file's
 // lines, and no output file is left behind.
 func TestFillCommandErrors(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "qpdf", "prlimit")
 	dir := t.TempDir()
 	values := filepath.Join(dir, "values.json")
-	os.WriteFile(values, []byte("{\n  \"name\": \"ok\",\n  \"nope\": 1,\n  \"remote\": \"maybe\"\n}\n"), 0o644)
+	if err := os.WriteFile(values, []byte("{\n  \"name\": \"ok\",\n  \"nope\": 1,\n  \"remote\": \"maybe\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out.pdf")
 	stdout, _, code := runCLI(t, "fill", "../../examples/onboarding-form.pdf", values, "-o", out, "--json")
 	if code != exitDocument {

@@ -43,8 +43,10 @@ func runWithEnv(t *testing.T, env []string, args ...string) (stdout, stderr stri
 // databases and changes nothing the second time; a database it cannot
 // reach is an error, a malformed one a configuration error.
 func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			dbURL := testDatabase(t, kind, filepath.Join(t.TempDir(), "data"))
 			env := []string{"OUTPRINT_DATABASE=" + dbURL, "OUTPRINT_DATA_DIR=" + t.TempDir()}
 			for i := range 2 {
@@ -59,7 +61,7 @@ func TestMigrateCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
+			defer func() { _ = db.Close() }()
 			st, err := store.NewFS(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -74,12 +76,14 @@ func TestMigrateCommand(t *testing.T) {
 		})
 	}
 	t.Run("unreachable", func(t *testing.T) {
+		t.Parallel()
 		_, errOut, code := runWithEnv(t, []string{"OUTPRINT_DATABASE=postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}, "migrate")
 		if code != exitInternal || !strings.Contains(errOut, "outprint migrate") {
 			t.Errorf("migrate of an unreachable database = exit %d, stderr %q; want %d", code, errOut, exitInternal)
 		}
 	})
 	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
 		_, errOut, code := runWithEnv(t, []string{"OUTPRINT_DATABASE=mysql://x"}, "migrate")
 		if code != exitUsage || !strings.Contains(errOut, "OUTPRINT_DATABASE") {
 			t.Errorf("migrate of a malformed database URL = exit %d, stderr %q; want %d naming the variable", code, errOut, exitUsage)
@@ -96,7 +100,7 @@ func storedTenantJob(t *testing.T, dbURL, dataDir, id, tenant string) jobs.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	st, err := store.NewFS(dataDir)
 	if err != nil {
 		t.Fatal(err)

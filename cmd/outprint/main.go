@@ -11,6 +11,8 @@
 //	outprint worker [--config FILE]
 //	outprint migrate [--config FILE]
 //	outprint config check [FILE]
+//	outprint version
+//	outprint help [CMD]
 //
 // Exit codes: 0 success, 1 document or limit errors, 2 usage, 3 internal.
 package main
@@ -62,13 +64,24 @@ const usage = `usage:
   outprint worker [--config FILE]       renders for gateways and runs queued jobs
   outprint migrate [--config FILE]      create or update the job database
   outprint config check [FILE]          print the effective configuration
+  outprint version                      print the version (also --version)
+  outprint help [CMD]                   this text, or a command's (outprint CMD --help)
 The configuration file is --config FILE or $OUTPRINT_CONFIG; OUTPRINT_*
 variables override it (see README, "Running the service").
 `
 
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		// Messages go to the caller's stdout and stderr. If writing there
+		// fails there is nowhere left to report it, and the exit code still
+		// says how the command ended: every command drops those write
+		// errors with `_, _ =` for this reason.
+		_, _ = fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
 	switch args[0] {
@@ -84,10 +97,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "config":
 		return configCmd(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		// `outprint help CMD` is `outprint CMD --help`.
+		if len(args) > 1 && args[0] == "help" && args[1] != "help" {
+			return run(ctx, append(args[1:], "--help"), stdout, stderr)
+		}
+		_, _ = fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "outprint: unknown command %q\n%s", args[0], usage)
+	_, _ = fmt.Fprintf(stderr, "outprint: unknown command %q\n%s", args[0], usage)
 	return exitUsage
 }

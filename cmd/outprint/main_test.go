@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
@@ -38,11 +38,18 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "outprint")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
+		_, _ = os.Stderr.Write(out)
 		os.Exit(1)
 	}
+	// The zygote shim beside the binary, as `make build` and the image
+	// place it: every process the tests start loads it instead of
+	// compiling its own copy at its TeX pool's start. Without a C
+	// compiler the pools fall back as they do in production.
+	if out, err := exec.Command("bash", "../../scripts/shim.sh", "../../internal/tex/zygote/shim.c", dir).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "scripts/shim.sh: %v (the pools compile their own shims)\n%s", err, out)
+	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir) // best effort: a temporary directory
 	os.Exit(code)
 }
 
@@ -69,7 +76,7 @@ func killAt(point string) func(string) {
 		}
 		fmt.Fprintf(os.Stderr, "failpoint %s reached: killing the process\n", name)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		time.Sleep(time.Hour) // SIGKILL to oneself is delivered before this returns
+		select {} // SIGKILL to oneself is delivered before this returns
 	}
 }
 
@@ -88,6 +95,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 func TestRenderCommand(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "pdfinfo")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "note.pdf")
@@ -105,6 +113,7 @@ func TestRenderCommand(t *testing.T) {
 }
 
 func TestRenderCommandErrors(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex")
 	tests := []struct {
 		name     string
@@ -135,6 +144,7 @@ func TestRenderCommandErrors(t *testing.T) {
 }
 
 func TestRenderCommandJSON(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex")
 	stdout, stderr, code := runCLI(t, "render", "testdata/badmath.md", "--json", "-o", os.DevNull)
 	if code != exitDocument {
@@ -155,6 +165,7 @@ func TestRenderCommandJSON(t *testing.T) {
 }
 
 func TestRenderCommandTooLarge(t *testing.T) {
+	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big.md")
 	if err := os.WriteFile(big, []byte(strings.Repeat("word ", limits.MaxMarkdownBytes/5+10)), 0o644); err != nil {
 		t.Fatal(err)
@@ -168,4 +179,29 @@ func TestRenderCommandTooLarge(t *testing.T) {
 	if !strings.Contains(stdout, size) {
 		t.Errorf("stdout = %s, want the size %q", stdout, size)
 	}
+}
+
+// waitReady polls url's /readyz until it answers 200 (the process's TeX
+// probe passed), failing the test with the process's logs when exited
+// closes first or the wait runs out.
+func waitReady(t testing.TB, url string, exited <-chan struct{}, logs fmt.Stringer) {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			t.Logf("the process's log:\n%s", logs)
+		}
+	}()
+	testenv.Eventually(t, url+"/readyz to answer 200", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the process at %s exited before it was ready", url)
+		default:
+		}
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,14 +15,14 @@ import (
 // date, SQLite or PostgreSQL, and creates the S3 store's bucket
 // (service.Migrate). Running it again changes nothing.
 func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "configuration file (default $"+config.EnvConfig+", else embedded defaults)")
+	fs := newFlags("migrate", stderr)
+	configFile := fs.String("config", "", "read the configuration from `FILE` (default $"+config.EnvConfig+", else embedded defaults)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseDone(fs, err, stdout, stderr)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "outprint migrate: unexpected argument %q\n%s", fs.Arg(0), usage)
+		// Terminal output: write errors are dropped (see run).
+		_, _ = fmt.Fprintf(stderr, "outprint migrate: unexpected argument %q\n%s", fs.Arg(0), usage)
 		return exitUsage
 	}
 	env := os.Environ()
@@ -35,14 +34,14 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	done, err := service.Migrate(ctx, cfg)
 	if done.Database != "" {
-		fmt.Fprintf(stdout, "outprint migrate: %s is up to date\n", done.Database)
+		_, _ = fmt.Fprintf(stdout, "outprint migrate: %s is up to date\n", done.Database)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint migrate: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint migrate: %v\n", err)
 		return exitInternal
 	}
 	if done.Store != "" {
-		fmt.Fprintf(stdout, "outprint migrate: store %s is ready\n", done.Store)
+		_, _ = fmt.Fprintf(stdout, "outprint migrate: store %s is ready\n", done.Store)
 	}
 	return exitOK
 }

@@ -46,6 +46,11 @@ const (
 	operationsDoc  = "../../docs/operations.md"
 )
 
+// gatewayMetricPrefix starts the names of the metrics only a gateway
+// has; TestClusterForms checks those the dashboard and the rules name
+// against a gateway's scrape.
+const gatewayMetricPrefix = "outprint_gateway_"
+
 // runTool runs a program and returns its combined output and exit code.
 func runTool(t *testing.T, dir string, stdin []byte, name string, args ...string) (string, int) {
 	t.Helper()
@@ -118,6 +123,7 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 // every alert is tested both firing and quiet, and its runbook is a
 // section of docs/operations.md.
 func TestAlertRules(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "promtool")
 	if out, code := runTool(t, ".", nil, "promtool", "check", "rules", alertsFile); code != 0 {
 		t.Fatalf("promtool check rules = exit %d:\n%s", code, out)
@@ -415,7 +421,7 @@ type liveService struct {
 	t    *testing.T
 	url  string
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *testenv.Buffer
 	done chan struct{}
 }
 
@@ -430,7 +436,7 @@ func startProcess(t *testing.T, configPath string) *liveService {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &liveService{t: t, cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
+	s := &liveService{t: t, cmd: cmd, logs: &testenv.Buffer{}, done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +447,8 @@ func startProcess(t *testing.T, configPath string) *liveService {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			s.logs.Write([]byte(line + "\n"))
+			// testenv.Buffer is in memory: Write cannot fail.
+			_, _ = s.logs.Write([]byte(line + "\n"))
 			var l struct{ Msg, Addr string }
 			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" {
 				addr <- l.Addr
@@ -449,15 +456,17 @@ func startProcess(t *testing.T, configPath string) *liveService {
 		}
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
+		// The process may have exited already, and its exit status after a
+		// signal is not what the test checks: both errors are dropped.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
 		case <-time.After(time.Minute):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			<-s.done
 			t.Errorf("outprint serve did not stop on SIGTERM")
 		}
-		cmd.Wait()
+		_ = cmd.Wait()
 	})
 	select {
 	case a := <-addr:
@@ -467,17 +476,8 @@ func startProcess(t *testing.T, configPath string) *liveService {
 	case <-time.After(time.Minute):
 		t.Fatalf("outprint serve did not listen:\n%s", s.logs.String())
 	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(s.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never answered 200:\n%s", s.logs.String())
-		}
-	}
+	waitReady(t, s.url, s.done, s.logs)
+	return s
 }
 
 // call sends one request and returns the status and body.
@@ -499,7 +499,7 @@ func (s *liveService) call(method, path, key string, header map[string]string, b
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
 }
@@ -564,6 +564,20 @@ func counterValue(fams map[string]*dto.MetricFamily, name string, want map[strin
 	return -1
 }
 
+// hasSeries reports whether family name has a series with label=value.
+func hasSeries(fams map[string]*dto.MetricFamily, name, label, value string) bool {
+	if f := fams[name]; f != nil {
+		for _, m := range f.Metric {
+			for _, lp := range m.Label {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // TestMetricsOfRealProcess runs `outprint serve` as a process, renders,
 // runs a job that succeeds and one that fails, sends hostile requests, and
 // checks its scrape: promtool lints it clean, every metric the dashboard
@@ -572,6 +586,7 @@ func counterValue(fams map[string]*dto.MetricFamily, name string, want map[strin
 // path, and a second round of hostile requests with new values adds no
 // series.
 func TestMetricsOfRealProcess(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex", "promtool")
 	const (
 		userKey  = "ops-test-user-key"
@@ -593,6 +608,40 @@ auth:
 		t.Fatal(err)
 	}
 	s := startProcess(t, path)
+
+	// Before anything happened, the labelled series the dashboard and
+	// the alerts read are there at 0 for their known labels, so no panel
+	// says "No data" and no rate starts late.
+	fams0 := parseScrape(t, s.scrape())
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"outprint_job_failures_total", map[string]string{"code": "internal"}},
+		{"outprint_job_failures_total", map[string]string{"code": "retries_exhausted"}},
+		{"outprint_job_failures_total", map[string]string{"code": "too_many_pages"}},
+		{"outprint_job_finished_total", map[string]string{"state": "failed"}},
+		{"outprint_admission_refusals_total", map[string]string{"code": "busy"}},
+		{"outprint_webhook_deliveries_total", map[string]string{"outcome": "dead"}},
+		{"outprint_diagram_diagrams_total", map[string]string{"engine": "mermaid", "outcome": "drawn"}},
+		{"outprint_diagram_diagrams_total", map[string]string{"engine": "graphviz", "outcome": "invalid"}},
+		{"outprint_diagram_browser_restarts_total", map[string]string{"cause": "failed_start"}},
+	} {
+		if got := counterValue(fams0, c.name, c.labels); got != 0 {
+			t.Errorf("first scrape: %s%v = %v, want 0 (-1: absent)", c.name, c.labels, got)
+		}
+	}
+	for _, route := range []string{"/healthz", "/v1/render", "/render/{documentId}"} {
+		if !hasSeries(fams0, "outprint_http_request_duration_seconds", "route", route) {
+			t.Errorf("first scrape: no outprint_http_request_duration_seconds{route=%q}, want it at 0", route)
+		}
+	}
+	for _, result := range []string{"ok", "tex", "timeout", "internal"} {
+		if !hasSeries(fams0, "outprint_render_duration_seconds", "result", result) {
+			t.Errorf("first scrape: no outprint_render_duration_seconds{result=%q}, want it at 0", result)
+		}
+	}
+
 	jsonDoc := func(md string) []byte {
 		b, _ := json.Marshal(map[string]any{"markdown": md, "metadata": map[string]any{"title": "Title " + docText}})
 		return b
@@ -613,22 +662,35 @@ auth:
 		}
 	}
 	var fams map[string]*dto.MetricFamily
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	testenv.Eventually(t, "the two jobs to finish", func() bool {
 		fams = parseScrape(t, s.scrape())
-		if counterValue(fams, "outprint_job_finished_total", map[string]string{"state": "succeeded"}) == 1 &&
-			counterValue(fams, "outprint_job_finished_total", map[string]string{"state": "failed"}) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the two jobs did not finish; scrape:\n%s", s.scrape())
-		}
-	}
+		return counterValue(fams, "outprint_job_finished_total", map[string]string{"state": "succeeded"}) == 1 &&
+			counterValue(fams, "outprint_job_finished_total", map[string]string{"state": "failed"}) == 1
+	})
 	if got := counterValue(fams, "outprint_job_failures_total", map[string]string{"code": "too_many_pages"}); got != 1 {
 		t.Errorf("outprint_job_failures_total{code=too_many_pages} = %v, want 1; the failure series and log:\n%s\n%s", got,
 			grepLines(string(s.scrape()), "outprint_job_failures_total"), s.logs.String())
 	}
 	if got := counterValue(fams, "outprint_job_accepted_total", nil); got != 2 {
 		t.Errorf("outprint_job_accepted_total = %v, want 2", got)
+	}
+
+	// The log of a server that did only this is quiet: /readyz polled
+	// while TeX warmed up logged its refusal once, not once a poll, and
+	// River's own bookkeeping (its producers' job counts every 5
+	// seconds) stays out.
+	logs := s.logs.String()
+	refused503 := 0
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"msg":"request refused"`) && strings.Contains(l, `"status":503`) {
+			refused503++
+		}
+	}
+	if refused503 > 1 || strings.Contains(logs, `"path":"/readyz"`) {
+		t.Errorf("the log has %d refusals 503 (polls of /readyz), want at most one:\n%s", refused503, grepLines(logs, "refused"))
+	}
+	if strings.Contains(logs, `"msg":"producer:`) || strings.Contains(logs, "River client started") {
+		t.Errorf("River's bookkeeping is in the log:\n%s", grepLines(logs, "producer"))
 	}
 
 	// Hostile requests: paths, headers, keys and bodies a client chose.
@@ -700,9 +762,12 @@ auth:
 		"route":  regexp.MustCompile(`^(other|/[a-z0-9/._-]*(\{[a-zA-Z]+\}[a-z0-9/._-]*)*)$`),
 		"result": regexp.MustCompile(`^[a-z_]+$`),
 		"state":  regexp.MustCompile(`^(queued|running|succeeded|failed|cancelled)$`),
-		// Webhook deliveries (issue 16).
-		"outcome": regexp.MustCompile(`^(delivered|retry|dead)$`),
+		// Webhook deliveries (issue 16); diagrams (issue 27).
+		"outcome": regexp.MustCompile(`^(delivered|retry|dead|drawn|cached|invalid|too_large|error)$`),
 		"le":      regexp.MustCompile(`^([0-9.e+-]+|\+Inf)$`),
+		// Diagrams (issue 27): the engine and why a browser ended.
+		"engine": regexp.MustCompile(`^(mermaid|graphviz)$`),
+		"cause":  regexp.MustCompile(`^(worn|stopped|crashed|idle|failed_start)$`),
 	}
 	secrets := append([]string{tenant, user, docText, userKey, adminKey, "TN7788", "UN5566", "DT4410"}, hostile...)
 	for name, f := range fams {
@@ -738,6 +803,9 @@ auth:
 	exposed := func(name string) bool {
 		if name == "up" { // made by Prometheus for every target
 			return true
+		}
+		if strings.HasPrefix(name, gatewayMetricPrefix) {
+			return true // a gateway's: TestClusterForms scrapes one
 		}
 		if fams[name] != nil {
 			return true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,32 +16,25 @@ import (
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/service"
 	"github.com/outprint/outprint/internal/tex"
 )
 
 // renderCmd is `outprint render`: one local render through the same
 // pipeline and limits as the service, with a cold TeX process.
 func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("o", "", "output PDF (default: FILE with .pdf)")
-	meta := fs.String("metadata", "", "metadata JSON file (wins over front matter)")
+	fs := newFlags("render", stderr)
+	out := fs.String("o", "", "write the PDF to `OUT.pdf` (default: FILE with .pdf)")
+	meta := fs.String("metadata", "", "read the metadata from `META.json` (wins over front matter)")
 	asJSON := fs.Bool("json", false, "print errors as the JSON error list")
-	var files []string
-	// Flags may follow the file name: parse, take a positional, repeat.
-	for {
-		if err := fs.Parse(args); err != nil {
-			return exitUsage
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		files = append(files, args[0])
-		args = args[1:]
+	// Flags may follow the file name (interleavedArgs).
+	files, err := interleavedArgs(fs, args)
+	if err != nil {
+		return parseDone(fs, err, stdout, stderr)
 	}
 	if len(files) != 1 {
-		fmt.Fprint(stderr, "outprint render: want exactly one Markdown file\n"+usage)
+		// Terminal output: write errors are dropped (see run).
+		_, _ = fmt.Fprint(stderr, "outprint render: want exactly one Markdown file\n"+usage)
 		return exitUsage
 	}
 	name := files[0]
@@ -53,11 +45,11 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	report := func(err error) int {
 		var le *limits.Error
 		if !errors.As(err, &le) {
-			fmt.Fprintf(stderr, "outprint: internal error: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "outprint: internal error: %v\n", err)
 			return exitInternal
 		}
 		if *asJSON {
-			json.NewEncoder(stdout).Encode(map[string]any{"errors": le.Problems})
+			_ = json.NewEncoder(stdout).Encode(map[string]any{"errors": le.Problems})
 		} else {
 			printProblems(stderr, name, le.Problems)
 		}
@@ -66,7 +58,7 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	md, err := readBounded(name, limits.MaxMarkdownBytes)
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint render: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint render: %v\n", err)
 		return exitUsage
 	}
 	if len(md) > limits.MaxMarkdownBytes {
@@ -78,7 +70,7 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var metadata []byte
 	if *meta != "" {
 		if metadata, err = os.ReadFile(*meta); err != nil {
-			fmt.Fprintf(stderr, "outprint render: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "outprint render: %v\n", err)
 			return exitUsage
 		}
 	}
@@ -88,14 +80,26 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	// file named by OUTPRINT_CONFIG), validated the same way.
 	cfg, err := config.Load(config.Path("", os.Environ()), os.Environ())
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint render: configuration: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint render: configuration: %v\n", err)
 		return exitUsage
 	}
 	runner, err := tex.NewRunner(tex.RunnerConfig{})
 	if err != nil {
 		return report(err)
 	}
-	p := render.New(render.Config{Engine: runner, Limits: cfg.Render.Limits()})
+	rc := render.Config{Engine: runner, Limits: cfg.Render.Limits()}
+	// Diagrams as the service draws them (diagrams.enabled); the browser,
+	// started only for a Mermaid diagram, ends with the command.
+	if drawer, err := service.Drawer(cfg); err != nil {
+		_, _ = fmt.Fprintf(stderr, "outprint render: %v\n", err)
+		return exitUsage
+	} else if drawer != nil {
+		// The PDF is written (or the error reported) by then: stopping
+		// the browser has nothing left to affect.
+		defer func() { _ = drawer.Close() }()
+		rc.Diagrams = drawer
+	}
+	p := render.New(rc)
 	req := render.Request{
 		Name: filepath.Base(name), Markdown: md, Metadata: metadata,
 		Images: images.Chain(images.Dir(filepath.Dir(name)), nil),
@@ -106,10 +110,10 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	printProblems(stderr, name, res.Warnings)
 	if err := os.WriteFile(*out, res.PDF, 0o644); err != nil {
-		fmt.Fprintf(stderr, "outprint render: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint render: %v\n", err)
 		return exitInternal
 	}
-	fmt.Fprintf(stderr, "%s: %d pages, %d TeX runs, %.2fs\n", *out, res.Pages, res.Runs, res.Duration.Seconds())
+	_, _ = fmt.Fprintf(stderr, "%s: %d pages, %d TeX runs, %.2fs\n", *out, res.Pages, res.Runs, res.Duration.Seconds())
 	return exitOK
 }
 
@@ -120,7 +124,8 @@ func readBounded(name string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	// Read only: its Close cannot lose data.
+	defer func() { _ = f.Close() }()
 	return io.ReadAll(io.LimitReader(f, max+1))
 }
 
@@ -135,7 +140,7 @@ func printProblems(w io.Writer, name string, problems []limits.Problem) {
 		if p.Source == limits.SourceDocument && p.Code != "" && p.Code != limits.CodeInvalid {
 			label = fmt.Sprintf("%s (%s)", p.Message, p.Code)
 		}
-		fmt.Fprintf(w, "%s: %s\n", where, label)
+		_, _ = fmt.Fprintf(w, "%s: %s\n", where, label)
 	}
 }
 
@@ -151,10 +156,10 @@ func progressPrinter(stderr io.Writer) func(render.Progress) {
 	}
 	return func(p render.Progress) {
 		if p.Phase == render.PhaseRendering && p.Pages > 0 {
-			fmt.Fprintf(stderr, "\rrendering: page %d", p.Pages)
+			_, _ = fmt.Fprintf(stderr, "\rrendering: page %d", p.Pages)
 		}
 		if p.Phase == render.PhasePackaging {
-			fmt.Fprint(stderr, "\r\033[K")
+			_, _ = fmt.Fprint(stderr, "\r\033[K")
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,14 +29,14 @@ const (
 // the command; crash tests re-run their test binary as a process of the
 // role with a hook that kills it at a failpoint (main_test.go).
 func roleCmd(ctx context.Context, role string, args []string, stdout, stderr io.Writer, failpoint func(string)) int {
-	fs := flag.NewFlagSet(role, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "configuration file (default $"+config.EnvConfig+", else embedded defaults)")
+	fs := newFlags(role, stderr)
+	configFile := fs.String("config", "", "read the configuration from `FILE` (default $"+config.EnvConfig+", else embedded defaults)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseDone(fs, err, stdout, stderr)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "outprint %s: unexpected argument %q\n%s", role, fs.Arg(0), usage)
+		// Terminal output: write errors are dropped (see run).
+		_, _ = fmt.Fprintf(stderr, "outprint %s: unexpected argument %q\n%s", role, fs.Arg(0), usage)
 		return exitUsage
 	}
 	env := os.Environ()
@@ -48,7 +47,7 @@ func roleCmd(ctx context.Context, role string, args []string, stdout, stderr io.
 		return exitUsage
 	}
 	if err := service.CheckRole(service.Role(role), cfg); err != nil {
-		fmt.Fprintf(stderr, "outprint %s: %v\n", role, err)
+		_, _ = fmt.Fprintf(stderr, "outprint %s: %v\n", role, err)
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("role", role)
@@ -117,8 +116,8 @@ func printConfigErrors(w io.Writer, cmd, path string, err error) {
 		where = path + " and the environment"
 	}
 	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
-	fmt.Fprintf(w, "%s: the configuration (%s) is not valid:\n", cmd, where)
+	_, _ = fmt.Fprintf(w, "%s: the configuration (%s) is not valid:\n", cmd, where)
 	for _, l := range lines {
-		fmt.Fprintf(w, "  %s\n", l)
+		_, _ = fmt.Fprintf(w, "  %s\n", l)
 	}
 }

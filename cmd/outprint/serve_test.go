@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,38 +22,13 @@ import (
 type served struct {
 	t    *testing.T
 	url  string
-	logs *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *testenv.Buffer
 }
 
 // writeConfig writes a YAML configuration and loads it as serve does.
 func writeConfig(t *testing.T, yaml string) *config.Config {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "outprint.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path, nil)
-	if err != nil {
-		t.Fatalf("config.Load: %v", err)
-	}
-	return cfg
+	return testenv.LoadConfig(t, yaml)
 }
 
 // startService runs the command's serve on cfg until the test ends.
@@ -64,9 +37,9 @@ func startService(t *testing.T, cfg *config.Config) *served {
 	testenv.Require(t, "xelatex", "pdfinfo")
 	// The listener is open once New returns; a free port is picked here
 	// so that the URL is known before serve runs.
-	cfg.Listen = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{t: t, url: "http://" + cfg.Listen, logs: &lockedBuffer{}}
+	s := &served{t: t, url: "http://" + cfg.Listen, logs: &testenv.Buffer{}}
 	code := make(chan int, 1)
 	go func() { code <- serve(ctx, cfg, service.Options{Logger: slog.New(slog.NewJSONHandler(s.logs, nil))}) }()
 	t.Cleanup(func() {
@@ -86,20 +59,7 @@ func startService(t *testing.T, cfg *config.Config) *served {
 // waitReady polls /readyz until the startup probe has rendered.
 func (s *served) waitReady() {
 	s.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := http.Get(s.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("/readyz never answered 200:\n%s", s.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitReady(s.t, s.url, nil, s.logs)
 }
 
 // TestServeConfigErrors: a wrong configuration stops serve at startup with
@@ -130,7 +90,9 @@ func TestServeConfigErrors(t *testing.T) {
 				args = append(args, "--config", filepath.Join(t.TempDir(), "missing.yaml"))
 			default:
 				path := filepath.Join(t.TempDir(), "outprint.yaml")
-				os.WriteFile(path, []byte(tc.file), 0o600)
+				if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
 				args = append(args, "--config", path)
 			}
 			var stdout, stderr bytes.Buffer
@@ -152,16 +114,21 @@ func TestServeConfigErrors(t *testing.T) {
 func TestConfigCheck(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
-	os.WriteFile(good, []byte("admission:\n  slots: 3\n"), 0o600)
+	if err := os.WriteFile(good, []byte("admission:\n  slots: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("admission:\n  slots: -1\n  queueDepth: many\n"), 0o600)
+	if err := os.WriteFile(bad, []byte("admission:\n  slots: -1\n  queueDepth: many\n  previewSlots: -2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"config", "check", good}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("config check good = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 	// setup.sh installs the emoji image set; the check names it.
-	for _, want := range []string{"slots: 3 # from " + good + ":2", "queueDepth: 4", "listen: 127.0.0.1:8080", "# emoji: images from " + render.DefaultEmojiDir} {
+	for _, want := range []string{"slots: 3 # from " + good + ":2", "queueDepth: 4", "listen: 127.0.0.1:8080",
+		"previewSlots: 0 # 0: page previews drawn at once, one per two CPUs, apart from the render slots", "# emoji: images from " + render.DefaultEmojiDir, "diagrams:\n  enabled: true", "# diagrams: drawn: Mermaid"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("config check output lacks %q:\n%s", want, stdout.String())
 		}
@@ -172,7 +139,7 @@ func TestConfigCheck(t *testing.T) {
 	if code := run(context.Background(), []string{"config", "check", bad}, &stdout, &stderr); code != exitUsage {
 		t.Fatalf("config check bad = %d, want 2", code)
 	}
-	for _, want := range []string{"admission.slots", "admission.queueDepth"} {
+	for _, want := range []string{"admission.slots", "admission.queueDepth", "admission.previewSlots"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("config check errors lack %q:\n%s", want, stderr.String())
 		}
@@ -180,11 +147,13 @@ func TestConfigCheck(t *testing.T) {
 
 	t.Setenv("OUTPRINT_CONFIG", good)
 	t.Setenv("OUTPRINT_ADMISSION_PER_USER", "2")
+	t.Setenv("OUTPRINT_ADMISSION_PREVIEW_SLOTS", "2")
 	stdout.Reset()
 	if code := run(context.Background(), []string{"config", "check"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("config check with OUTPRINT_CONFIG = %d", code)
 	}
-	for _, want := range []string{"slots: 3", "perUser: 2 # from OUTPRINT_ADMISSION_PER_USER"} {
+	for _, want := range []string{"slots: 3", "perUser: 2 # from OUTPRINT_ADMISSION_PER_USER",
+		"previewSlots: 2 # from OUTPRINT_ADMISSION_PREVIEW_SLOTS"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("config check output lacks %q:\n%s", want, stdout.String())
 		}

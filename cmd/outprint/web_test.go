@@ -198,9 +198,14 @@ func TestWebPrint(t *testing.T) {
 		}
 	}
 
-	// The job is in "Your jobs".
+	// The job shows its document's title, on its page and in "Your
+	// jobs", so jobs made a minute apart can be told apart.
+	if got := p.eval(`document.getElementById('job-title').textContent`); got != "Showcase from the page" {
+		t.Errorf("job heading = %q, want the document's title", got)
+	}
 	p.do("refresh the list", chromedp.Click(chromedp.CSS("#refresh")))
-	p.waitText("#job-rows tr td:nth-child(2)", "Succeeded", 10*time.Second)
+	p.waitText("#job-rows tr td:nth-child(3)", "Succeeded", 10*time.Second)
+	p.waitText("#job-rows tr td:nth-child(1)", "Showcase from the page", 10*time.Second)
 
 	// At 360 px wide nothing runs off the side.
 	p.do("narrow", chromedp.EmulateViewport(360, 780))

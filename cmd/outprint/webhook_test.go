@@ -39,7 +39,7 @@ const (
 type serveProcess struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *lockedBuffer
+	stderr *testenv.Buffer
 	done   chan error
 }
 
@@ -62,7 +62,7 @@ func startFailingServe(t *testing.T, configFile, point string) *serveProcess {
 // startServeCmd starts cmd, a serve process, and waits until it is ready.
 func startServeCmd(t *testing.T, cmd *exec.Cmd, env ...string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &serveProcess{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan error, 1)}
 	p.cmd.Env = append(os.Environ(), env...)
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -76,7 +76,7 @@ func startServeCmd(t *testing.T, cmd *exec.Cmd, env ...string) *serveProcess {
 		sc := bufio.NewScanner(pipe)
 		sent := false
 		for sc.Scan() {
-			fmt.Fprintln(p.stderr, sc.Text())
+			_, _ = fmt.Fprintln(p.stderr, sc.Text())
 			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				addr <- m[1]
 				sent = true
@@ -88,7 +88,9 @@ func startServeCmd(t *testing.T, cmd *exec.Cmd, env ...string) *serveProcess {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-p.done:
+			case err := <-p.done:
+				// Stopped by this SIGTERM: its exit status says nothing here.
+				_ = err
 			case <-time.After(time.Minute):
 				_ = p.cmd.Process.Kill()
 			}
@@ -102,20 +104,8 @@ func startServeCmd(t *testing.T, cmd *exec.Cmd, env ...string) *serveProcess {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("serve did not listen:\n%s", p.stderr.String())
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := http.Get(p.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never answered 200:\n%s", p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitReady(t, p.url, nil, p.stderr)
+	return p
 }
 
 // TestWebhookSurvivesSIGKILL: a real `outprint serve` is killed with
@@ -123,9 +113,11 @@ func startServeCmd(t *testing.T, cmd *exec.Cmd, env ...string) *serveProcess {
 // after-settle), before the delivery; the next process delivers the
 // webhook, which the Standard Webhooks reference library verifies.
 func TestWebhookSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, "xelatex")
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			wh, err := standardwebhooks.NewWebhook(hookSecret)
 			if err != nil {
 				t.Fatal(err)
@@ -194,35 +186,25 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 			}
 
 			next := startServeProcess(t, conf)
-			deadline := time.Now().Add(2 * time.Minute)
-			for {
+			testenv.Eventually(t, "the webhook delivered after the restart", func() bool {
 				ids, errs := seen()
 				if len(errs) > 0 {
 					t.Fatalf("deliveries that do not verify: %v", errs)
 				}
-				if slices.Contains(ids, jobs.EventID(j.ID)) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the webhook was never delivered after the restart")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			st := storedTenantJob(t, dbURL, data, j.ID, "acme")
-			for i := 0; st.Webhook == nil || st.Webhook.State != jobs.WebhookDelivered; i++ {
-				if i > 200 {
-					t.Fatalf("webhook after restart = %+v, want delivered", st.Webhook)
-				}
-				time.Sleep(50 * time.Millisecond)
+				return slices.Contains(ids, jobs.EventID(j.ID))
+			})
+			var st jobs.Job
+			testenv.EventuallyWithin(t, 10*time.Second, "the delivery recorded", func() bool {
 				st = storedTenantJob(t, dbURL, data, j.ID, "acme")
-			}
+				return st.Webhook != nil && st.Webhook.State == jobs.WebhookDelivered
+			})
 			// The new process counted its delivery.
 			resp, err := http.Get(next.url + "/metrics")
 			if err != nil {
 				t.Fatal(err)
 			}
 			metrics, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if !strings.Contains(string(metrics), `outprint_webhook_deliveries_total{outcome="delivered"} 1`) {
 				t.Errorf("/metrics of the process that delivered lacks one delivered webhook:\n%s", grepLines(string(metrics), "webhook"))
 			}
@@ -245,7 +227,7 @@ func settleAndKill(t *testing.T, conf, receiver string) string {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	var j struct{ ID string }
 	if resp.StatusCode != http.StatusAccepted || json.Unmarshal(body, &j) != nil || j.ID == "" {
 		t.Fatalf("POST /v1/jobs = %d %s, want 202", resp.StatusCode, body)
@@ -266,6 +248,7 @@ func settleAndKill(t *testing.T, conf, receiver string) string {
 // TestConfigCheckWebhooks: a default callback the policy refuses, and one
 // of a tenant without secrets, stop `config check` naming the setting.
 func TestConfigCheckWebhooks(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "outprint.yaml")
 	yaml := fmt.Sprintf("auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: %s, callbackUrl: 'https://10.0.0.1/hook', webhookSecrets: [%s]}\n"+
 		"    - {user: b, tenant: u, sha256: %s, callbackUrl: 'https://hooks.example.com/'}\n", config.KeyDigest("k1"), hookSecret, config.KeyDigest("k2"))
@@ -290,7 +273,7 @@ func webhookRiverState(t *testing.T, dbURL string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer db.Close()
+		defer func() { _ = db.Close() }()
 		if err := db.QueryRow(q).Scan(&state); err != nil {
 			t.Fatalf("delivery job: %v", err)
 		}
@@ -301,7 +284,7 @@ func webhookRiverState(t *testing.T, dbURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	if err := conn.QueryRow(ctx, q).Scan(&state); err != nil {
 		t.Fatalf("delivery job: %v", err)
 	}

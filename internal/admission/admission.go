@@ -245,19 +245,30 @@ func (c *Controller) Enter(user string) (*Ticket, error) {
 // queue; ErrClosed when the controller closed. On any error the ticket
 // holds no slot but still holds its user count until Done.
 func (t *Ticket) Acquire(ctx context.Context) error {
+	w, err := t.enqueue(ctx)
+	if w == nil {
+		return err
+	}
+	start := time.Now()
+	cause := t.c.wait(ctx, w)
+	return t.settle(w, cause, time.Since(start))
+}
+
+// enqueue takes a free slot when nobody waits, or else puts the ticket
+// in the queue and returns its waiter; a nil waiter means Acquire is
+// over, with the error it returns (nil: the slot is held).
+func (t *Ticket) enqueue(ctx context.Context) (*waiter, error) {
 	c := t.c
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if t.state != stateEntered {
-		c.mu.Unlock()
-		return ErrTicketUsed
+		return nil, ErrTicketUsed
 	}
 	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		c.mu.Unlock()
-		return err
+		return nil, err
 	}
 	// A free slot may be taken directly only when nobody waits: the queue
 	// is non-empty only while every slot is held (a freed slot goes
@@ -266,39 +277,46 @@ func (t *Ticket) Acquire(ctx context.Context) error {
 	if c.running < c.cfg.Slots && c.queue.Len() == 0 {
 		c.running++
 		t.state = stateHolding
-		c.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	if c.queue.Len() >= c.cfg.QueueDepth {
 		c.refused[reasonQueueFull]++
-		r := &Refusal{Code: limits.CodeBusy, RetryAfter: c.retryAfterLocked()}
-		c.mu.Unlock()
-		return r
+		return nil, &Refusal{Code: limits.CodeBusy, RetryAfter: c.retryAfterLocked()}
 	}
 	w := &waiter{ready: make(chan struct{})}
 	w.elem = c.queue.PushBack(w)
 	t.state = stateWaiting
 	t.w = w
-	c.mu.Unlock()
+	return w, nil
+}
 
-	start := time.Now()
+// wait waits until w is granted a slot, ctx ends or MaxWait runs out,
+// and returns ctx's error in the second case, nil in the others.
+func (c *Controller) wait(ctx context.Context, w *waiter) error {
 	var timeout <-chan time.Time
 	if c.cfg.MaxWait > 0 {
 		timer := time.NewTimer(c.cfg.MaxWait)
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	var cause error
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
-		cause = ctx.Err()
+		return ctx.Err()
 	case <-timeout:
 	}
+	return nil
+}
 
+// settle ends the wait of waiter w, which took waited, for the reason
+// cause (ctx's error, or nil when granted, timed out or closed): the
+// slot is kept, passed on or never came, and the ticket leaves the
+// queue.
+func (t *Ticket) settle(w *waiter, cause error, waited time.Duration) error {
+	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t.waited = time.Since(start)
+	t.waited = waited
 	t.w = nil
 	if t.state != stateWaiting {
 		// Done was called from another goroutine while we waited; it

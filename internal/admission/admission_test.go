@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/testenv"
 )
 
 // checkInvariants verifies, under the controller's lock, every bound
@@ -49,13 +50,7 @@ func (c *Controller) checkInvariants() error {
 // hang and is far above any expected time.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.EventuallyWithin(t, 20*time.Second, what, cond)
 }
 
 func mustEnter(t *testing.T, c *Controller, user string) *Ticket {
@@ -262,8 +257,6 @@ func TestNewcomerNeverOvertakes(t *testing.T) {
 			err := a.Acquire(context.Background())
 			if err == nil {
 				aPos = seq.Add(1)
-				time.Sleep(100 * time.Microsecond)
-				a.Done(0)
 			}
 			aDone <- err
 		}()
@@ -283,6 +276,11 @@ func TestNewcomerNeverOvertakes(t *testing.T) {
 		if err := <-aDone; err != nil {
 			t.Fatalf("round %d: oldest waiter: Acquire = %v, want nil", round, err)
 		}
+		// a holds the slot until the newcomer has queued behind it or
+		// been refused (or, were the order broken, has come and gone
+		// with the slot), so that b asks while the slot is taken.
+		waitFor(t, "newcomer queued or answered", func() bool { return c.Stats().Queued == 1 || len(bDone) == 1 })
+		a.Done(0)
 		errB := <-bDone
 		switch {
 		case errB == nil && bPos < aPos:
@@ -645,19 +643,20 @@ func TestHammer(t *testing.T) {
 		v, _ := outcomes.LoadOrStore(name, new(atomic.Int64))
 		v.(*atomic.Int64).Add(1)
 	}
-	go func() {
+	go func() { // the invariants' watcher: ends at stop or at a broken one
 		defer close(watchErr)
+		tick := time.NewTicker(50 * time.Microsecond)
+		defer tick.Stop()
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
 			if err := c.checkInvariants(); err != nil {
 				watchErr <- err
 				return
 			}
-			time.Sleep(50 * time.Microsecond)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 
@@ -685,10 +684,7 @@ func TestHammer(t *testing.T) {
 		defer cancel()
 		if rng.IntN(4) == 0 {
 			delay := time.Duration(rng.IntN(3000)) * time.Microsecond
-			go func() {
-				time.Sleep(delay)
-				cancel()
-			}()
+			time.AfterFunc(delay, cancel)
 		}
 		if err := tk.Acquire(ctx); err != nil {
 			return err

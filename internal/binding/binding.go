@@ -81,7 +81,9 @@ var fields = map[string]field{
 // Parse splits src into front matter and body and reads both the front
 // matter and the metadata JSON (nil or empty when absent). The JSON wins
 // field by field. The error, when not nil, is a *limits.Error listing every
-// problem.
+// problem; the Document is returned with it (the body, and the fields that
+// were right), so that a caller can go on checking the body and report
+// all problems at once.
 func Parse(src, metadataJSON []byte) (*Document, error) {
 	return parse(src, metadataJSON, true)
 }
@@ -103,10 +105,7 @@ func parse(src, metadataJSON []byte, frontMatter bool) (*Document, error) {
 	if len(bytes.TrimSpace(metadataJSON)) > 0 {
 		problems = append(problems, parseJSON(metadataJSON, &doc.Binding)...)
 	}
-	if err := limits.Invalid(problems...); err != nil {
-		return nil, err
-	}
-	return doc, nil
+	return doc, limits.Invalid(problems...)
 }
 
 // splitFrontMatter finds YAML front matter: a first line "---" and a closing
@@ -159,35 +158,55 @@ func check(b *Binding, name string, line int, s string, isString bool, boolValue
 	if !utf8.ValidString(s) {
 		return []limits.Problem{problem(name, line, limits.CodeInvalid, "%s must be valid UTF-8", name)}
 	}
-	n := utf8.RuneCountInString(s)
-	switch f.kind {
-	case "title":
-		if strings.TrimSpace(s) == "" || n > maxText {
-			return []limits.Problem{problem(name, line, limits.CodeInvalid, "title must have 1 to %d characters (has %d)", maxText, n)}
-		}
-	case "text":
-		if n > maxText {
-			return []limits.Problem{problem(name, line, limits.CodeInvalid, "%s must have at most %d characters (has %d)", name, maxText, n)}
-		}
-	case "date":
-		if _, err := time.Parse("2006-01-02", s); err != nil || !datePattern.MatchString(s) {
-			return []limits.Problem{problem(name, line, limits.CodeInvalid, "date must be YYYY-MM-DD")}
-		}
-	case "language":
-		if !langPattern.MatchString(s) {
-			return []limits.Problem{problem(name, line, limits.CodeInvalid, "language must be a BCP 47 tag such as en or pt-BR")}
-		}
-	case "paper":
-		if s != "a4" && s != "letter" {
-			return []limits.Problem{problem(name, line, limits.CodeInvalid, "paper must be a4 or letter")}
-		}
-	case "dialect":
-		if s != "commonmark" && s != "outline" {
-			return []limits.Problem{problem(name, line, limits.CodeInvalid, "dialect must be commonmark or outline")}
-		}
+	if msg := stringProblem(f.kind, name, s); msg != "" {
+		return []limits.Problem{problem(name, line, limits.CodeInvalid, "%s", msg)}
 	}
 	f.set(b, s, false)
 	return nil
+}
+
+// stringProblem checks string s, the value of field name of the given
+// kind, against that kind's rule, and returns the message of the rule it
+// breaks, or "".
+func stringProblem(kind, name, s string) string {
+	n := utf8.RuneCountInString(s)
+	switch kind {
+	case "title":
+		if strings.TrimSpace(s) == "" || n > maxText {
+			return fmt.Sprintf("title must have 1 to %d characters (has %d)", maxText, n)
+		}
+	case "text":
+		if n > maxText {
+			return fmt.Sprintf("%s must have at most %d characters (has %d)", name, maxText, n)
+		}
+	default:
+		return formatProblem(kind, s)
+	}
+	return ""
+}
+
+// formatProblem is stringProblem for the kinds with a fixed form: a
+// date, a language tag, or one of a few words.
+func formatProblem(kind, s string) string {
+	switch kind {
+	case "date":
+		if _, err := time.Parse("2006-01-02", s); err != nil || !datePattern.MatchString(s) {
+			return "date must be YYYY-MM-DD"
+		}
+	case "language":
+		if !langPattern.MatchString(s) {
+			return "language must be a BCP 47 tag such as en or pt-BR"
+		}
+	case "paper":
+		if s != "a4" && s != "letter" {
+			return "paper must be a4 or letter"
+		}
+	case "dialect":
+		if s != "commonmark" && s != "outline" {
+			return "dialect must be commonmark or outline"
+		}
+	}
+	return ""
 }
 
 func parseYAML(front []byte, b *Binding) []limits.Problem {
@@ -254,7 +273,7 @@ func yamlLine(err error) int {
 		return 0
 	}
 	var n int
-	fmt.Sscan(m[1], &n)
+	_, _ = fmt.Sscan(m[1], &n)
 	return n + 1
 }
 

@@ -1,11 +1,12 @@
 // Package childproc bounds the helper processes outprint runs on untrusted
-// input — rsvg-convert on SVG images, pdftoppm on result pages, qpdf on
-// uploaded forms: their output is read into a capped buffer, and their
-// rlimits are lowered and its CPU priority lowered (Nice) on the started
-// child before it is sent a byte of input. TeX's processes get the same
-// priority (internal/tex). Each caller keeps its own walls (environment,
-// folder, process group, namespaces); this package holds the pieces they
-// all share.
+// input — rsvg-convert on SVG images, dot and Chromium on diagrams,
+// pdftoppm on result pages, qpdf on uploaded forms: their output is read
+// into a capped buffer, and their rlimits are lowered and its CPU priority
+// lowered (Nice) on the started child before it is sent a byte of input.
+// TeX's processes get the same priority (internal/tex). Run is the whole
+// set of walls of a converter that reads stdin and writes stdout
+// (rsvg-convert, dot: process group, namespaces, rlimits, capped output);
+// the others keep their own walls and share the pieces.
 package childproc
 
 import (
@@ -93,16 +94,21 @@ const Nice = 10
 // child inherits the value across fork and exec, so the processes it
 // starts (TeX's xdvipdfmx, a zygote's children) run at it too. The error
 // is never to be ignored but for ESRCH (the process is gone already).
-func Deprioritize(pid int) error {
+func Deprioritize(pid int) error { return DeprioritizeTo(pid, Nice) }
+
+// DeprioritizeTo is Deprioritize to the nice value nice, for work below
+// TeX's priority (page previews run at raster.Nice, 15): the kernel then
+// gives a processor TeX and a preview both want to TeX first.
+func DeprioritizeTo(pid, nice int) error {
 	// The raw getpriority(2) answers 20 - nice (1 to 40).
 	prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid)
 	if err != nil {
 		return fmt.Errorf("read priority: %w", err)
 	}
-	if 20-prio >= Nice {
+	if 20-prio >= nice {
 		return nil
 	}
-	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, Nice); err != nil {
+	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, nice); err != nil {
 		return fmt.Errorf("lower priority: %w", err)
 	}
 	// Read back what the kernel shows (a seccomp profile could make the
@@ -111,8 +117,8 @@ func Deprioritize(pid int) error {
 	if err != nil {
 		return err
 	}
-	if got < Nice {
-		return fmt.Errorf("lower priority: nice is %d after setting %d", got, Nice)
+	if got < nice {
+		return fmt.Errorf("lower priority: nice is %d after setting %d", got, nice)
 	}
 	return nil
 }

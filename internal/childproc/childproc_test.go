@@ -45,7 +45,13 @@ func TestLower(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() {
+		// sleep 30 still runs: a kill that fails leaves it behind.
+		if err := cmd.Process.Kill(); err != nil {
+			t.Errorf("kill sleep: %v", err)
+		}
+		_ = cmd.Wait() // reaps it; its error is the kill
+	})
 	var own unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &own); err != nil {
 		t.Fatal(err)
@@ -70,22 +76,38 @@ func TestLower(t *testing.T) {
 // TestDeprioritize: a started process runs at Nice afterwards, as
 // /proc/PID/stat shows; one already at a higher nice value keeps it.
 func TestDeprioritize(t *testing.T) {
-	for _, before := range []int{0, 5, Nice, 15} {
-		cmd := exec.Command("sleep", "30")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+	// Deprioritize sets Nice; DeprioritizeTo 15 is below TeX (page
+	// previews). Neither brings a higher value back up.
+	tests := []struct {
+		name   string
+		to     int
+		before []int
+		set    func(pid int) error
+	}{
+		{"Deprioritize", Nice, []int{0, 5, Nice, 15}, Deprioritize},
+		{"DeprioritizeTo(15)", 15, []int{0, Nice, 15, 19}, func(pid int) error { return DeprioritizeTo(pid, 15) }},
+	}
+	for _, tc := range tests {
+		for _, before := range tc.before {
+			cmd := exec.Command("sleep", "30")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			if err := unix.Setpriority(unix.PRIO_PROCESS, pid, before); err != nil {
+				t.Fatal(err)
+			}
+			err := tc.set(pid)
+			got, nerr := NiceOf(pid)
+			if want := max(before, tc.to); err != nil || nerr != nil || got != want {
+				t.Errorf("%s(process at nice %d) = %v; NiceOf = %d, %v, want %d", tc.name, before, err, got, nerr, want)
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait reports the kill ("signal: killed"): expected, not an error.
+			_ = cmd.Wait()
 		}
-		pid := cmd.Process.Pid
-		if err := unix.Setpriority(unix.PRIO_PROCESS, pid, before); err != nil {
-			t.Fatal(err)
-		}
-		err := Deprioritize(pid)
-		got, nerr := NiceOf(pid)
-		if want := max(before, Nice); err != nil || nerr != nil || got != want {
-			t.Errorf("Deprioritize(process at nice %d) = %v; NiceOf = %d, %v, want %d", before, err, got, nerr, want)
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
 	}
 	if _, err := NiceOf(1 << 30); !errors.Is(err, unix.ESRCH) {
 		t.Errorf("NiceOf(no such process) = %v, want ESRCH", err)

@@ -14,12 +14,15 @@ package collection
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/markdown"
+	"github.com/outprint/outprint/internal/outline"
 )
 
 // Doc is one document of a collection, in the tree's order.
@@ -34,6 +37,51 @@ type Doc struct {
 type Skipped struct {
 	Title string
 	Why   string
+}
+
+// Read reads the documents of a collection's tree in order through
+// document (outline.Client.Document as the reader): those the reader may
+// download become chapters (Depth their nesting), those they may only read
+// are skipped with the reason, and one they cannot read at all (access
+// changed since the tree was read, or deleted meanwhile) is left out.
+// Reading stops with 413 once the texts pass limits.MaxCollectionBytes;
+// any other error of Outline stops it too.
+func Read(ctx context.Context, tree []outline.TreeNode, document func(ctx context.Context, id string) (*outline.Document, error)) ([]Doc, []Skipped, error) {
+	r := reader{ctx: ctx, document: document}
+	err := r.walk(tree, 0)
+	return r.docs, r.skipped, err
+}
+
+// reader is one walk of Read.
+type reader struct {
+	ctx      context.Context
+	document func(ctx context.Context, id string) (*outline.Document, error)
+	docs     []Doc
+	skipped  []Skipped
+	total    int
+}
+
+func (r *reader) walk(nodes []outline.TreeNode, depth int) error {
+	for _, n := range nodes {
+		doc, err := r.document(r.ctx, n.ID)
+		switch {
+		case errors.Is(err, outline.ErrNoDownload):
+			r.skipped = append(r.skipped, Skipped{Title: doc.Title, Why: "you may read it but not download it"})
+		case errors.Is(err, outline.ErrDeleted), errors.Is(err, outline.ErrForbidden), errors.Is(err, outline.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			r.total += len(doc.Text)
+			if r.total > limits.MaxCollectionBytes {
+				return limits.TooLargeThan(int64(r.total), limits.MaxCollectionBytes)
+			}
+			r.docs = append(r.docs, Doc{Title: doc.Title, Depth: depth, Text: doc.Text})
+		}
+		if err := r.walk(n.Children, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Check applies the single-document limits to each document: its Markdown
@@ -130,56 +178,85 @@ var (
 // document must not end up inside it.
 func body(text string, n int) string {
 	var out strings.Builder
-	var fence string // the open code fence, "" outside one
-	// open lists the notices (":::") and toggles (their fence of "+")
-	// opened and not yet closed, innermost last.
-	var open []string
+	var b blocks
 	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimLeft(line, " ")
-		bare := strings.TrimRight(trimmed, " \t\r")
-		switch {
-		case fence != "":
-			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]+" \t\r") == "" {
-				fence = ""
-			}
-		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
-			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, trimmed[:1]))]
-		case strings.HasPrefix(bare, ":::"):
-			if strings.Trim(bare, ":") == "" {
-				// A closing ":::" closes the innermost notice.
-				for i := len(open) - 1; i >= 0; i-- {
-					if open[i] == ":::" {
-						open = open[:i]
-						break
-					}
-				}
-			} else {
-				open = append(open, ":::")
-			}
-		case strings.HasPrefix(bare, "+++"):
-			run := len(bare) - len(strings.TrimLeft(bare, "+"))
-			if run == len(bare) && len(open) > 0 && strings.HasPrefix(open[len(open)-1], "+") && run >= len(open[len(open)-1]) {
-				// A bare fence at least as long as the open toggle's
-				// closes it (Outline's rule).
-				open = open[:len(open)-1]
-			} else {
-				open = append(open, bare[:run])
-			}
-		default:
-			if m := atxHeading.FindStringSubmatch(line); m != nil {
-				level := min(len(m[2])+3, 6)
-				line = m[1] + strings.Repeat("#", level) + line[len(m[1])+len(m[2]):]
-			}
-			line = footnote.ReplaceAllString(line, fmt.Sprintf("[^d%d-$1]", n+1))
+		if b.take(line) {
+			line = deeper(line, n)
 		}
 		out.WriteString(line)
 		out.WriteByte('\n')
 	}
-	if fence != "" {
-		out.WriteString(fence + "\n")
+	if b.fence != "" {
+		out.WriteString(b.fence + "\n")
 	}
-	for i := len(open) - 1; i >= 0; i-- {
-		out.WriteString("\n" + open[i] + "\n")
+	for i := len(b.open) - 1; i >= 0; i-- {
+		out.WriteString("\n" + b.open[i] + "\n")
 	}
 	return out.String()
+}
+
+// blocks follows the blocks of a document that span lines: a code fence,
+// notices and toggles.
+type blocks struct {
+	fence string // the open code fence, "" outside one
+	// open lists the notices (":::") and toggles (their fence of "+")
+	// opened and not yet closed, innermost last.
+	open []string
+}
+
+// take reads one line; it reports whether the line is text (neither in a
+// code block nor a block's fence), whose headings and footnotes move.
+func (b *blocks) take(line string) (text bool) {
+	trimmed := strings.TrimLeft(line, " ")
+	bare := strings.TrimRight(trimmed, " \t\r")
+	switch {
+	case b.fence != "":
+		if strings.HasPrefix(trimmed, b.fence) && strings.Trim(trimmed, b.fence[:1]+" \t\r") == "" {
+			b.fence = ""
+		}
+	case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+		b.fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, trimmed[:1]))]
+	case strings.HasPrefix(bare, ":::"):
+		b.notice(bare)
+	case strings.HasPrefix(bare, "+++"):
+		b.toggle(bare)
+	default:
+		return true
+	}
+	return false
+}
+
+// notice opens a notice, or a closing ":::" closes the innermost one.
+func (b *blocks) notice(bare string) {
+	if strings.Trim(bare, ":") != "" {
+		b.open = append(b.open, ":::")
+		return
+	}
+	for i := len(b.open) - 1; i >= 0; i-- {
+		if b.open[i] == ":::" {
+			b.open = b.open[:i]
+			return
+		}
+	}
+}
+
+// toggle opens a toggle, or a bare fence at least as long as the open
+// toggle's closes it (Outline's rule).
+func (b *blocks) toggle(bare string) {
+	run := len(bare) - len(strings.TrimLeft(bare, "+"))
+	if n := len(b.open); run == len(bare) && n > 0 && strings.HasPrefix(b.open[n-1], "+") && run >= len(b.open[n-1]) {
+		b.open = b.open[:n-1]
+		return
+	}
+	b.open = append(b.open, bare[:run])
+}
+
+// deeper moves a text line of document n: a heading three levels deeper
+// (at most 6), footnote labels prefixed with the document's number.
+func deeper(line string, n int) string {
+	if m := atxHeading.FindStringSubmatch(line); m != nil {
+		level := min(len(m[2])+3, 6)
+		line = m[1] + strings.Repeat("#", level) + line[len(m[1])+len(m[2]):]
+	}
+	return footnote.ReplaceAllString(line, fmt.Sprintf("[^d%d-$1]", n+1))
 }

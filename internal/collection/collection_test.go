@@ -8,6 +8,7 @@ import (
 )
 
 func TestMarkdown(t *testing.T) {
+	t.Parallel()
 	docs := []Doc{
 		{Title: "Intro # not a heading", Depth: 0, Text: "# Own heading\n\nText[^1].\n\n[^1]: Note one."},
 		{Title: "", Depth: 1, Text: "```\n# in code\n[^1]\n"},
@@ -28,6 +29,7 @@ func TestMarkdown(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	var imgs strings.Builder
 	for i := range limits.MaxImages + 1 {
 		imgs.WriteString("![](https://example.com/" + strings.Repeat("x", i+1) + ".png)\n\n")
@@ -60,6 +62,7 @@ func TestCheck(t *testing.T) {
 // the collection is not swallowed by it; closed blocks and blocks inside
 // code are left alone.
 func TestBodyClosesOpenBlocks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, text, want string
 	}{

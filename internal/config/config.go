@@ -1,5 +1,13 @@
 // Package config reads outprint's service configuration (SPEC §6): a YAML
-// file and OUTPRINT_* environment variables over embedded defaults.
+// file and OUTPRINT_* environment variables. It holds the file's shape and
+// nothing else: a setting left out stays zero, and zero means "the
+// default of the package that owns the setting" — admission.DefaultSlots,
+// jobs.DefaultTTL, tex.DefaultPoolMin, service.DefaultListen and so on,
+// each a constant of its package filled by that package's WithDefaults.
+// The few settings whose zero is a value of its own (admission.queueDepth,
+// pool.min, shutdown.grace) are told apart from unset by Set. So config
+// links no engine (River, SQLite, the S3 client); `outprint config check`
+// prints the effective values the packages fill in (service.Effective).
 //
 // Both are strict, because a typo that silently keeps a default is worse
 // than a process that does not start: an unknown key, a duplicate key, a
@@ -13,7 +21,7 @@
 // same parser, so they are validated the same way by construction.
 //
 // Only cmd/outprint assembles a Config; the packages it configures take
-// their own small option structs.
+// their own small option structs, which internal/service fills from it.
 package config
 
 import (
@@ -24,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -32,8 +39,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/outprint/outprint/internal/admission"
-	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 )
 
@@ -42,15 +47,18 @@ import (
 // ignores it; every other unknown OUTPRINT_* variable is an error.
 const EnvConfig = "OUTPRINT_CONFIG"
 
-// Config is the effective service configuration. Default returns the
-// embedded defaults; Load applies a file and the environment over them.
+// Config is the service configuration as the file and the environment
+// give it; zero is "the package's default" (see the package comment).
+// Default returns the configuration of an empty file; Load applies a file
+// and the environment.
 type Config struct {
 	// Listen is the HTTP listen address, host:port (default
-	// 127.0.0.1:8080; OUTPRINT_LISTEN). Without API keys and Outline it
-	// must be a loopback address (CheckListen).
+	// service.DefaultListen, 127.0.0.1:8080; OUTPRINT_LISTEN). Without API
+	// keys and Outline it must be a loopback address (service.CheckRole).
 	Listen string
 	// DataDir holds the embedded database, job inputs and results
-	// (default ./outprint-data; OUTPRINT_DATA_DIR).
+	// (default service.DefaultDataDir, ./outprint-data;
+	// OUTPRINT_DATA_DIR).
 	DataDir string
 	// Database is sqlite://PATH or postgres://… (default
 	// sqlite://<DataDir>/outprint.db; OUTPRINT_DATABASE).
@@ -76,6 +84,8 @@ type Config struct {
 	Render Render
 	// Pool sizes the warm TeX pool.
 	Pool Pool
+	// Diagrams sets the drawing of Mermaid and Graphviz fences.
+	Diagrams Diagrams
 	// Shutdown bounds a graceful stop.
 	Shutdown Shutdown
 	// Admin sets who may open the operators' console.
@@ -88,25 +98,32 @@ type Config struct {
 	Cluster Cluster
 
 	// origins says where each key's value came from ("file.yaml:5",
-	// "OUTPRINT_LISTEN"); keys at their default are absent. Effective and
-	// messages that relate two keys use it.
+	// "OUTPRINT_LISTEN"); keys at their default are absent. Set, Effective
+	// and messages that relate two keys use it.
 	origins map[string]string
 }
 
 // Admission holds the admission control bounds (SPEC §4).
 type Admission struct {
-	// Slots is how many renders run at once (default 1, positive;
-	// OUTPRINT_ADMISSION_SLOTS).
+	// Slots is how many renders run at once (default
+	// admission.DefaultSlots, positive; OUTPRINT_ADMISSION_SLOTS).
 	Slots int
-	// QueueDepth is how many requests may wait for a slot (default 4,
-	// zero or positive; OUTPRINT_ADMISSION_QUEUE_DEPTH).
+	// QueueDepth is how many requests may wait for a slot (default
+	// admission.DefaultQueueDepth, zero or positive: zero, when Set, is
+	// no queue; OUTPRINT_ADMISSION_QUEUE_DEPTH).
 	QueueDepth int
 	// PerUser is how many renders one user may have queued and running
-	// (default 1, positive; OUTPRINT_ADMISSION_PER_USER).
+	// (default admission.DefaultPerUser, positive;
+	// OUTPRINT_ADMISSION_PER_USER).
 	PerUser int
-	// MaxWait bounds a wait in the queue (default 60s, positive;
-	// OUTPRINT_ADMISSION_MAX_WAIT).
+	// MaxWait bounds a wait in the queue (default
+	// admission.DefaultMaxWait, positive; OUTPRINT_ADMISSION_MAX_WAIT).
 	MaxWait time.Duration
+	// PreviewSlots is how many page previews are drawn at once, in a pool
+	// apart from the render slots with the same queue, per-user bound and
+	// wait (default 0: worker.DefaultPreviewSlots, one per two CPUs;
+	// OUTPRINT_ADMISSION_PREVIEW_SLOTS).
+	PreviewSlots int
 }
 
 // Outline holds the Outline connection.
@@ -152,15 +169,17 @@ type APIKey struct {
 	WebhookSecrets []string
 }
 
-// Admin holds the operators' console settings.
+// Worker configures `outprint worker`.
 type Worker struct {
 	// Listen is the worker's listener for gateways (POST
 	// /v1/worker/render, /healthz, /readyz, /metrics; default
-	// 127.0.0.1:8090; OUTPRINT_WORKER_LISTEN).
+	// service.DefaultWorkerListen, 127.0.0.1:8090;
+	// OUTPRINT_WORKER_LISTEN).
 	Listen string
 	// Capacity is how many renders, synchronous and job renders
 	// together, the worker runs at once (default 0: derived from the
-	// cgroup CPU and memory limits; OUTPRINT_WORKER_CAPACITY).
+	// cgroup CPU and memory limits, tex.DefaultCapacity;
+	// OUTPRINT_WORKER_CAPACITY).
 	Capacity int
 }
 
@@ -191,90 +210,108 @@ type Admin struct {
 
 // Jobs sets job retention.
 type Jobs struct {
-	// TTL is how long job inputs and results are kept (default 1h,
-	// positive; OUTPRINT_JOBS_TTL).
+	// TTL is how long job inputs and results are kept (default
+	// jobs.DefaultTTL, positive; OUTPRINT_JOBS_TTL).
 	TTL time.Duration
 	// MaxQueuedPerTenant bounds the jobs one tenant may have queued or
-	// running; more are refused 429 quota (default 1000, positive;
+	// running; more are refused 429 quota (default
+	// jobs.DefaultMaxQueuedPerTenant, positive;
 	// OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT).
 	MaxQueuedPerTenant int
 	// MaxStoredBytesPerTenant bounds the bytes of job inputs and results
-	// one tenant may keep; more are refused 507 quota (default 2 GiB,
-	// 1 byte to 1 TiB; OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT).
+	// one tenant may keep; more are refused 507 quota (default
+	// jobs.DefaultMaxStoredBytesPerTenant, 1 byte to 1 TiB;
+	// OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT).
 	MaxStoredBytesPerTenant int64
 	// LeaseTimeout is how old a running job's progress beat may get before
-	// the leader takes the job back and retries it elsewhere (default 15s,
-	// at least 3s; OUTPRINT_JOBS_LEASE_TIMEOUT).
+	// the leader takes the job back and retries it elsewhere (default
+	// jobs.DefaultLeaseTimeout, at least 3s; OUTPRINT_JOBS_LEASE_TIMEOUT).
 	LeaseTimeout time.Duration
 }
 
 // Render holds the render limits an operator may set (SPEC §3).
 type Render struct {
-	// Timeout bounds one render (default 60s, positive; OUTPRINT_TIMEOUT).
+	// Timeout bounds one render (default limits.DefaultRenderTimeout,
+	// positive; OUTPRINT_TIMEOUT).
 	Timeout time.Duration
-	// MaxPages is the page limit (default 500, 1 to 500: it can only be
-	// lowered; OUTPRINT_MAX_PAGES).
+	// MaxPages is the page limit (default limits.DefaultMaxPages, 1 to
+	// 500: it can only be lowered; OUTPRINT_MAX_PAGES).
 	MaxPages int
-	// MaxPDFBytes is the PDF size limit (default 50 MiB, 1 byte to 50 MiB;
-	// OUTPRINT_MAX_PDF_BYTES). Suffixes KiB and MiB are accepted.
+	// MaxPDFBytes is the PDF size limit (default limits.MaxPDFBytes, 1 byte
+	// to 50 MiB; OUTPRINT_MAX_PDF_BYTES). Suffixes KiB and MiB are
+	// accepted.
 	MaxPDFBytes int64
 }
 
-// Limits returns the render bounds in the shape the render pipeline takes.
+// Limits returns the render bounds in the shape the render pipeline takes,
+// the unset ones at limits' defaults.
 func (r Render) Limits() limits.Render {
-	return limits.Render{Timeout: r.Timeout, MaxPages: r.MaxPages, MaxPDFBytes: r.MaxPDFBytes}
+	return limits.Render{Timeout: r.Timeout, MaxPages: r.MaxPages, MaxPDFBytes: r.MaxPDFBytes}.WithDefaults()
 }
 
 // Pool sizes the warm TeX pool.
 type Pool struct {
-	// Min is how many warm processes are kept even when idle (default 1,
-	// zero or positive; OUTPRINT_POOL_MIN).
+	// Min is how many warm processes are kept even when idle (default
+	// tex.DefaultPoolMin, zero or positive: zero, when Set, is none;
+	// OUTPRINT_POOL_MIN).
 	Min int
 	// Max bounds the pool, and with it the render budget (default 0:
 	// derived by the tex package from the cgroup CPU and memory limits at
 	// startup; OUTPRINT_POOL_MAX). When set, Min must not exceed it.
 	Max int
 	// IdleTimeout ends warm processes above Min that waited this long
-	// (default 5m, positive; OUTPRINT_POOL_IDLE_TIMEOUT).
+	// (default tex.DefaultPoolIdleTimeout, positive;
+	// OUTPRINT_POOL_IDLE_TIMEOUT).
 	IdleTimeout time.Duration
+	// Memory is the budget of the pool's TeX processes and zygotes, in
+	// bytes (default 0: derived by the tex package from the cgroup memory
+	// limit at startup, tex.DefaultPoolMemory; OUTPRINT_POOL_MEMORY).
+	Memory int64
+}
+
+// Diagrams sets the drawing of ```mermaid, ```mermaidjs, ```dot and
+// ```graphviz fences (internal/diagram).
+type Diagrams struct {
+	// Enabled draws such fences as diagrams (default
+	// diagram.DefaultEnabled, true: when Chromium, the Mermaid bundle or
+	// dot is missing, a diagram that needs it is a 422 saying so; false,
+	// when Set, prints them as code; OUTPRINT_DIAGRAMS_ENABLED).
+	Enabled bool
+	// Browsers bounds the warm Chromium processes that draw Mermaid
+	// diagrams (default 0: one per render slot, admission.slots or
+	// worker.capacity, since a render holds its slot while it draws;
+	// OUTPRINT_DIAGRAMS_BROWSERS).
+	Browsers int
 }
 
 // Shutdown bounds a graceful stop.
 type Shutdown struct {
 	// Grace is how long running renders may finish after SIGTERM (default
-	// 30s, zero or positive; OUTPRINT_SHUTDOWN_GRACE).
+	// service.DefaultGrace, zero or positive: zero, when Set, is none;
+	// OUTPRINT_SHUTDOWN_GRACE).
 	Grace time.Duration
 }
 
-// Default returns the embedded defaults.
+// Default returns the configuration of an empty file: every setting
+// unset, so every package keeps its own default.
 func Default() *Config {
-	c := &Config{
-		Listen:  "127.0.0.1:8080",
-		DataDir: "./outprint-data",
-		// The packages' own defaults, so that each lives in one place.
-		Admission: Admission{
-			Slots: admission.DefaultSlots, QueueDepth: admission.DefaultQueueDepth,
-			PerUser: admission.DefaultPerUser, MaxWait: admission.DefaultMaxWait,
-		},
-		Jobs: Jobs{TTL: jobs.DefaultTTL, LeaseTimeout: jobs.DefaultLeaseTimeout,
-			MaxQueuedPerTenant: jobs.DefaultMaxQueuedPerTenant, MaxStoredBytesPerTenant: jobs.DefaultMaxStoredBytesPerTenant},
-		Render:   Render{Timeout: limits.DefaultRenderTimeout, MaxPages: limits.DefaultMaxPages, MaxPDFBytes: limits.MaxPDFBytes},
-		Pool:     Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
-		Shutdown: Shutdown{Grace: 30 * time.Second},
-		Worker:   Worker{Listen: "127.0.0.1:8090"},
-		origins:  map[string]string{},
-	}
-	c.Database = defaultDatabase(c.DataDir)
-	return c
+	return &Config{origins: map[string]string{}}
 }
 
-func defaultDatabase(dataDir string) string {
-	return "sqlite://" + strings.TrimSuffix(dataDir, "/") + "/outprint.db"
+// Set reports whether key ("admission.queueDepth") was given by the file
+// or the environment: for the settings whose zero is a value of its own.
+func (c *Config) Set(key string) bool {
+	_, ok := c.origins[key]
+	return ok
 }
 
-// Load returns the configuration: the embedded defaults, the YAML file at
-// path over them (none when path is ""), and the OUTPRINT_* variables of
-// env (os.Environ() form, "NAME=value") over both. It reports every problem
+// Origin says where key's value came from ("outprint.yaml:5",
+// "OUTPRINT_LISTEN"), "" when it was not given.
+func (c *Config) Origin(key string) string { return c.origins[key] }
+
+// Load returns the configuration: the YAML file at path (none when path
+// is ""), and the OUTPRINT_* variables of env (os.Environ() form,
+// "NAME=value") over it. It reports every problem
 // at once, joined with errors.Join; with any, the Config is nil.
 func Load(path string, env []string) (*Config, error) {
 	c := Default()
@@ -287,9 +324,6 @@ func Load(path string, env []string) (*Config, error) {
 		errs = append(errs, c.applyFile(path, data)...)
 	}
 	errs = append(errs, c.applyEnv(env)...)
-	if _, set := c.origins["database"]; !set {
-		c.Database = defaultDatabase(c.DataDir)
-	}
 	errs = append(errs, c.check()...)
 	errs = append(errs, c.checkCredentials(env)...)
 	if len(errs) > 0 {
@@ -393,13 +427,17 @@ func checkList(s *setting, items []string) (out []string, bad []listProblem) {
 // check validates what single settings cannot: relations between keys.
 func (c *Config) check() []error {
 	var errs []error
-	if c.Jobs.LeaseTimeout < 3*time.Second {
+	if c.Jobs.LeaseTimeout != 0 && c.Jobs.LeaseTimeout < 3*time.Second {
 		errs = append(errs, fmt.Errorf("jobs.leaseTimeout %s%s must be at least 3s: a job beats once a second, and a shorter lease takes live jobs away",
 			c.Jobs.LeaseTimeout, c.from("jobs.leaseTimeout")))
 	}
 	if c.Pool.Max > 0 && c.Pool.Min > c.Pool.Max {
 		errs = append(errs, fmt.Errorf("pool.min %d%s must not be above pool.max %d%s",
 			c.Pool.Min, c.from("pool.min"), c.Pool.Max, c.from("pool.max")))
+	}
+	if c.Diagrams.Browsers > 0 && c.Set("diagrams.enabled") && !c.Diagrams.Enabled {
+		errs = append(errs, fmt.Errorf("diagrams.browsers %d%s has no effect with diagrams.enabled false%s: remove one of them",
+			c.Diagrams.Browsers, c.from("diagrams.browsers"), c.from("diagrams.enabled")))
 	}
 	return errs
 }
@@ -438,33 +476,6 @@ func (c *Config) from(key string) string {
 // user "local": no API keys and no Outline are configured.
 func (c *Config) Anonymous() bool {
 	return len(c.Auth.APIKeys) == 0 && c.Outline.URL == ""
-}
-
-// CheckListen refuses a listen address other than loopback in anonymous
-// mode, where anyone who reaches the port could render. serve calls it at
-// startup.
-func (c *Config) CheckListen() error {
-	if !c.Anonymous() {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %q%s is not host:port", c.Listen, c.from("listen"))
-	}
-	if isLoopback(host) {
-		return nil
-	}
-	return fmt.Errorf("listen %s%s is not a loopback address, and with no API keys (auth.apiKeys) and no Outline (outline.url) "+
-		"configured anyone who reaches it could render anonymously: set listen (OUTPRINT_LISTEN) to a loopback "+
-		"address such as 127.0.0.1:%s, or configure API keys or Outline", c.Listen, c.from("listen"), port)
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // LookupKey returns the user and tenant of the API key bearer (the token of
@@ -527,16 +538,6 @@ func (c *Config) OutlineURL() *url.URL {
 		return nil // Load validated it; a hand-made Config may not be.
 	}
 	return u
-}
-
-// DatabaseDriver splits Database into the driver ("sqlite" or "postgres")
-// and what that driver opens: the file path for SQLite, the whole URL for
-// PostgreSQL.
-func (c *Config) DatabaseDriver() (driver, dsn string) {
-	if p, ok := strings.CutPrefix(c.Database, "sqlite://"); ok {
-		return "sqlite", p
-	}
-	return "postgres", c.Database
 }
 
 // Path returns the configuration file to load: flag (from --config) when

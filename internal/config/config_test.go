@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/outprint/outprint/internal/limits"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // writeFile writes a configuration file into a fresh folder and returns
 // its path.
@@ -46,41 +43,46 @@ const (
 	digestB = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" // sha256("test")
 )
 
+// TestDefaults: a configuration without file or environment leaves every
+// setting unset (zero), so each package keeps its own default; Set tells
+// the settings whose zero is a value apart.
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := Load("", nil)
 	if err != nil {
 		t.Fatalf(`Load("", nil) = %v`, err)
 	}
-	want := Config{
-		Listen:    "127.0.0.1:8080",
-		DataDir:   "./outprint-data",
-		Database:  "sqlite://./outprint-data/outprint.db",
-		Admission: Admission{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: 60 * time.Second},
-		Jobs:      Jobs{TTL: time.Hour, LeaseTimeout: 15 * time.Second, MaxQueuedPerTenant: 1000, MaxStoredBytesPerTenant: 2 << 30},
-		Worker:    Worker{Listen: "127.0.0.1:8090"},
-		Render:    Render{Timeout: 60 * time.Second, MaxPages: 500, MaxPDFBytes: 50 << 20},
-		Pool:      Pool{Min: 1, Max: 0, IdleTimeout: 5 * time.Minute},
-		Shutdown:  Shutdown{Grace: 30 * time.Second},
+	if got := plain(c); !reflect.DeepEqual(got, Config{}) {
+		t.Errorf(`Load("", nil) = %+v, want every setting unset`, got)
 	}
-	if got := plain(c); !reflect.DeepEqual(got, want) {
-		t.Errorf(`Load("", nil) = %+v, want %+v`, got, want)
-	}
-	if got := plain(Default()); !reflect.DeepEqual(got, want) {
-		t.Errorf("Default() = %+v, want %+v", got, want)
+	if got := plain(Default()); !reflect.DeepEqual(got, Config{}) {
+		t.Errorf("Default() = %+v, want every setting unset", got)
 	}
 	if !c.Anonymous() {
 		t.Error("defaults: Anonymous() = false, want true")
 	}
-	if err := c.CheckListen(); err != nil {
-		t.Errorf("defaults: CheckListen() = %v, want nil", err)
-	}
 	if got := c.Render.Limits(); got != limits.DefaultRender() {
 		t.Errorf("Render.Limits() = %+v, want limits.DefaultRender() %+v", got, limits.DefaultRender())
+	}
+	for _, key := range []string{"admission.queueDepth", "pool.min", "shutdown.grace"} {
+		if c.Set(key) {
+			t.Errorf("Set(%s) without file or environment = true", key)
+		}
+	}
+	z, err := Load(writeFile(t, "admission: {queueDepth: 0}\npool: {min: 0}\n"), []string{"OUTPRINT_SHUTDOWN_GRACE=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, origin := range map[string]string{"admission.queueDepth": ":1", "pool.min": ":2", "shutdown.grace": "OUTPRINT_SHUTDOWN_GRACE"} {
+		if !z.Set(key) || !strings.HasSuffix(z.Origin(key), origin) {
+			t.Errorf("Set(%s) = %v from %q, want true from …%s", key, z.Set(key), z.Origin(key), origin)
+		}
 	}
 }
 
 // Every key, from the file.
 func TestFileKeys(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		yaml string
 		got  func(c *Config) any
@@ -91,7 +93,6 @@ func TestFileKeys(t *testing.T) {
 		{"listen: localhost:8080", func(c *Config) any { return c.Listen }, "localhost:8080"},
 		{"listen: :8080", func(c *Config) any { return c.Listen }, ":8080"},
 		{"dataDir: /var/lib/outprint", func(c *Config) any { return c.DataDir }, "/var/lib/outprint"},
-		{"dataDir: /var/lib/outprint/", func(c *Config) any { return c.Database }, "sqlite:///var/lib/outprint/outprint.db"},
 		{"database: sqlite:///tmp/x.db", func(c *Config) any { return c.Database }, "sqlite:///tmp/x.db"},
 		{"database: postgres://outprint@db:5432/outprint", func(c *Config) any { return c.Database }, "postgres://outprint@db:5432/outprint"},
 		{"database: postgresql://db/outprint", func(c *Config) any { return c.Database }, "postgresql://db/outprint"},
@@ -109,6 +110,8 @@ func TestFileKeys(t *testing.T) {
 		{"admission: {perUser: 2}", func(c *Config) any { return c.Admission.PerUser }, 2},
 		{"admission: {maxWait: 90s}", func(c *Config) any { return c.Admission.MaxWait }, 90 * time.Second},
 		{"admission: {maxWait: 1m30s}", func(c *Config) any { return c.Admission.MaxWait }, 90 * time.Second},
+		{"admission: {previewSlots: 2}", func(c *Config) any { return c.Admission.PreviewSlots }, 2},
+		{"admission: {previewSlots: 0}", func(c *Config) any { return c.Admission.PreviewSlots }, 0},
 		{"outline: {url: https://wiki.example.com/}", func(c *Config) any { return c.Outline.URL }, "https://wiki.example.com"},
 		{"outline: {url: 'http://10.0.0.5:3000'}", func(c *Config) any { return c.Outline.URL }, "http://10.0.0.5:3000"},
 		{"outline: {url: ''}", func(c *Config) any { return c.Outline.URL }, ""},
@@ -134,13 +137,15 @@ func TestFileKeys(t *testing.T) {
 		{"render: {maxPdfBytes: 512 KiB}", func(c *Config) any { return c.Render.MaxPDFBytes }, int64(512 << 10)},
 		{"render: {maxPdfBytes: 50MiB}", func(c *Config) any { return c.Render.MaxPDFBytes }, int64(50 << 20)},
 		{"pool: {min: 0}", func(c *Config) any { return c.Pool.Min }, 0},
-		{"pool: {min: 2, max: 2}", func(c *Config) any { return c.Pool }, Pool{Min: 2, Max: 2, IdleTimeout: 5 * time.Minute}},
+		{"pool: {min: 2, max: 2}", func(c *Config) any { return c.Pool }, Pool{Min: 2, Max: 2}},
 		{"pool: {max: 8}", func(c *Config) any { return c.Pool.Max }, 8},
 		{"pool: {idleTimeout: 30s}", func(c *Config) any { return c.Pool.IdleTimeout }, 30 * time.Second},
+		{"diagrams: {enabled: false}", func(c *Config) any { return c.Diagrams.Enabled }, false},
+		{"diagrams: {enabled: true, browsers: 3}", func(c *Config) any { return c.Diagrams }, Diagrams{Enabled: true, Browsers: 3}},
 		{"shutdown: {grace: 0}", func(c *Config) any { return c.Shutdown.Grace }, time.Duration(0)},
 		{"shutdown: {grace: 10s}", func(c *Config) any { return c.Shutdown.Grace }, 10 * time.Second},
 		// An empty value keeps the default, like an absent key.
-		{"admission:\n  slots:\n", func(c *Config) any { return c.Admission.Slots }, 1},
+		{"admission:\n  slots:\n", func(c *Config) any { return c.Admission.Slots }, 0},
 		{"admission:\n", func(c *Config) any { return c.Admission }, Default().Admission},
 		{"# nothing but a comment\n", func(c *Config) any { return plain(c) }, plain(Default())},
 		{"", func(c *Config) any { return plain(c) }, plain(Default())},
@@ -158,6 +163,7 @@ func TestFileKeys(t *testing.T) {
 
 // Every variable.
 func TestEnvVars(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  string
 		got  func(c *Config) any
@@ -165,12 +171,12 @@ func TestEnvVars(t *testing.T) {
 	}{
 		{"OUTPRINT_LISTEN=0.0.0.0:80", func(c *Config) any { return c.Listen }, "0.0.0.0:80"},
 		{"OUTPRINT_DATA_DIR=/data", func(c *Config) any { return c.DataDir }, "/data"},
-		{"OUTPRINT_DATA_DIR=/data", func(c *Config) any { return c.Database }, "sqlite:///data/outprint.db"},
 		{"OUTPRINT_DATABASE=postgres://u@h/db", func(c *Config) any { return c.Database }, "postgres://u@h/db"},
 		{"OUTPRINT_ADMISSION_SLOTS=4", func(c *Config) any { return c.Admission.Slots }, 4},
 		{"OUTPRINT_ADMISSION_QUEUE_DEPTH=0", func(c *Config) any { return c.Admission.QueueDepth }, 0},
 		{"OUTPRINT_ADMISSION_PER_USER=3", func(c *Config) any { return c.Admission.PerUser }, 3},
 		{"OUTPRINT_ADMISSION_MAX_WAIT=5s", func(c *Config) any { return c.Admission.MaxWait }, 5 * time.Second},
+		{"OUTPRINT_ADMISSION_PREVIEW_SLOTS=3", func(c *Config) any { return c.Admission.PreviewSlots }, 3},
 		{"OUTPRINT_OUTLINE_URL=https://wiki.example.com", func(c *Config) any { return c.Outline.URL }, "https://wiki.example.com"},
 		{"OUTPRINT_OUTLINE_URL=", func(c *Config) any { return c.Outline.URL }, ""},
 		{"OUTPRINT_IMAGES_ALLOW_HOSTS=a.example.com, *.b.example.com ,c.example.com:8080",
@@ -186,6 +192,8 @@ func TestEnvVars(t *testing.T) {
 		{"OUTPRINT_POOL_MIN=0", func(c *Config) any { return c.Pool.Min }, 0},
 		{"OUTPRINT_POOL_MAX=6", func(c *Config) any { return c.Pool.Max }, 6},
 		{"OUTPRINT_POOL_IDLE_TIMEOUT=1m", func(c *Config) any { return c.Pool.IdleTimeout }, time.Minute},
+		{"OUTPRINT_DIAGRAMS_ENABLED=false", func(c *Config) any { return c.Diagrams.Enabled }, false},
+		{"OUTPRINT_DIAGRAMS_BROWSERS=2", func(c *Config) any { return c.Diagrams.Browsers }, 2},
 		{"OUTPRINT_SHUTDOWN_GRACE=5s", func(c *Config) any { return c.Shutdown.Grace }, 5 * time.Second},
 		{"OUTPRINT_ADMIN_ALLOW_ANONYMOUS=true", func(c *Config) any { return c.Admin.AllowAnonymous }, true},
 		// Not settings: ignored.
@@ -206,14 +214,17 @@ func TestEnvVars(t *testing.T) {
 
 // The table covers every variable the package accepts.
 func TestEnvVarsComplete(t *testing.T) {
+	t.Parallel()
 	want := []string{
 		"OUTPRINT_CONFIG", "OUTPRINT_LISTEN", "OUTPRINT_DATA_DIR", "OUTPRINT_DATABASE", "OUTPRINT_STORE",
 		"OUTPRINT_ADMISSION_SLOTS", "OUTPRINT_ADMISSION_QUEUE_DEPTH", "OUTPRINT_ADMISSION_PER_USER", "OUTPRINT_ADMISSION_MAX_WAIT",
+		"OUTPRINT_ADMISSION_PREVIEW_SLOTS",
 		"OUTPRINT_OUTLINE_URL", "OUTPRINT_IMAGES_ALLOW_HOSTS", "OUTPRINT_WEBHOOKS_ALLOW_HOSTS", "OUTPRINT_WEBHOOKS_PUBLIC_URL", "OUTPRINT_JOBS_TTL",
 		"OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT", "OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT",
 		"OUTPRINT_JOBS_LEASE_TIMEOUT",
 		"OUTPRINT_TIMEOUT", "OUTPRINT_MAX_PAGES", "OUTPRINT_MAX_PDF_BYTES",
-		"OUTPRINT_POOL_MIN", "OUTPRINT_POOL_MAX", "OUTPRINT_POOL_IDLE_TIMEOUT", "OUTPRINT_SHUTDOWN_GRACE",
+		"OUTPRINT_POOL_MIN", "OUTPRINT_POOL_MAX", "OUTPRINT_POOL_IDLE_TIMEOUT", "OUTPRINT_POOL_MEMORY", "OUTPRINT_DIAGRAMS_ENABLED", "OUTPRINT_DIAGRAMS_BROWSERS",
+		"OUTPRINT_SHUTDOWN_GRACE",
 		"OUTPRINT_ADMIN_ALLOW_ANONYMOUS", "OUTPRINT_WORKER_LISTEN", "OUTPRINT_WORKER_CAPACITY", "OUTPRINT_GATEWAY_WORKERS",
 		"OUTPRINT_CLUSTER_SECRET",
 	}
@@ -223,6 +234,7 @@ func TestEnvVarsComplete(t *testing.T) {
 }
 
 func TestEnvOverridesFile(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, "admission:\n  slots: 2\n  perUser: 2\nlisten: 127.0.0.1:9000\n")
 	c, err := Load(path, []string{"OUTPRINT_ADMISSION_SLOTS=5"})
 	if err != nil {
@@ -236,6 +248,7 @@ func TestEnvOverridesFile(t *testing.T) {
 
 // Every error message of the file, with its line.
 func TestFileErrors(t *testing.T) {
+	t.Parallel()
 	const bad = "must be a host name such as images.example.com, example.com:8443 or *.example.com, without scheme or path"
 	for _, tc := range []struct {
 		yaml string
@@ -319,20 +332,24 @@ func TestFileErrors(t *testing.T) {
 		{"shutdown:\n  grace: -1s", []string{`2: shutdown.grace must be zero or a positive duration such as 30s, 5m or 1h (got "-1s")`}},
 		// Relations between keys name both, and where they came from.
 		{"pool:\n  min: 4\n  max: 2", []string{`pool.min 4 (from {file}:2) must not be above pool.max 2 (from {file}:3)`}},
+		{"diagrams:\n  enabled: no", []string{`2: diagrams.enabled must be true or false (got "no")`}},
+		{"admission:\n  previewSlots: -1", []string{`2: admission.previewSlots must be zero (one per two CPUs) or a positive integer (got "-1")`}},
+		{"diagrams:\n  browsers: -1", []string{`2: diagrams.browsers must be zero (one per render slot) or a positive integer (got "-1")`}},
+		{"diagrams:\n  enabled: false\n  browsers: 2", []string{`diagrams.browsers 2 (from {file}:3) has no effect with diagrams.enabled false (from {file}:2): remove one of them`}},
 		// Unknown and duplicate keys.
 		{"admission:\n  slot: 2", []string{`2: unknown key admission.slot (did you mean admission.slots?)`}},
 		{"admission:\n  maxwait: 2s", []string{`2: unknown key admission.maxwait (did you mean admission.maxWait?)`}},
-		{"admission:\n  colour: red", []string{`2: unknown key admission.colour (known keys here: slots, queueDepth, perUser, maxWait)`}},
+		{"admission:\n  colour: red", []string{`2: unknown key admission.colour (known keys here: slots, queueDepth, perUser, maxWait, previewSlots)`}},
 		{"slots: 2", []string{`1: unknown key slots (did you mean admission.slots?)`}},
 		{"listn: x", []string{`1: unknown key listn (did you mean listen?)`}},
-		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, shutdown, admin, worker, gateway, cluster)`}},
+		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, diagrams, shutdown, admin, worker, gateway, cluster)`}},
 		{"admission:\n  slots: 2\n  slots: 3", []string{`3: duplicate key admission.slots (first at line 2)`}},
 		{"listen: 127.0.0.1:1\nlisten: 127.0.0.1:2", []string{`2: duplicate key listen (first at line 1)`}},
 		{"? [a, b]\n: 1", []string{`1: the configuration: keys must be plain names (got a list)`}},
 		// Structure.
 		{"- a\n- b", []string{`1: the configuration must be a mapping of keys (got a list)`}},
 		{"just text", []string{`1: the configuration must be a mapping of keys (got "just text")`}},
-		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, shutdown, admin, worker, gateway, cluster)`,
+		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, diagrams, shutdown, admin, worker, gateway, cluster)`,
 			`2: admission: YAML aliases are not supported in a configuration`}},
 		{"admission:\n  <<: {slots: 2}", []string{`2: admission: keys must be plain names (got "<<")`}},
 		// Webhooks (issue 16): secrets are never echoed.
@@ -364,6 +381,7 @@ func TestFileErrors(t *testing.T) {
 
 // A YAML syntax error names the file and yaml's own line.
 func TestSyntaxError(t *testing.T) {
+	t.Parallel()
 	for _, text := range []string{
 		"admission:\n  slots: [1\n",
 		"listen: 127.0.0.1:1\n---\nadmission: [\n", // in a second document
@@ -377,6 +395,7 @@ func TestSyntaxError(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "absent.yaml")
 	_, err := Load(path, nil)
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), path) {
@@ -386,6 +405,7 @@ func TestMissingFile(t *testing.T) {
 
 // Every error message of the environment, naming the variable.
 func TestEnvErrors(t *testing.T) {
+	t.Parallel()
 	const bad = "must be a host name such as images.example.com, example.com:8443 or *.example.com, without scheme or path"
 	for _, tc := range []struct {
 		env  string
@@ -439,6 +459,7 @@ func TestEnvErrors(t *testing.T) {
 
 // Every problem of the file and of the environment is reported at once.
 func TestAllErrorsAtOnce(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, "admission:\n  slots: 0\n  perUser: 0\nrender:\n  maxPages: 900\ncolour: red\n")
 	c, err := Load(path, []string{"OUTPRINT_ADMISSION_SLOTS=abc", "OUTPRINT_TYPO=1", "OUTPRINT_JOBS_TTL=x"})
 	if c != nil {
@@ -456,57 +477,8 @@ func TestAllErrorsAtOnce(t *testing.T) {
 	}
 }
 
-func TestCheckListen(t *testing.T) {
-	keys := "auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: " + digestA + "}\n"
-	for _, tc := range []struct {
-		file   string
-		env    []string
-		wantOK bool
-	}{
-		{"", nil, true},
-		{"listen: localhost:8080", nil, true},
-		{"listen: 127.0.0.2:8080", nil, true},
-		{"listen: '[::1]:8080'", nil, true},
-		{"listen: 0.0.0.0:8080", nil, false},
-		{"listen: :8080", nil, false},
-		{"listen: 192.0.2.10:8080", nil, false},
-		{"listen: outprint.example.com:8080", nil, false},
-		{"", []string{"OUTPRINT_LISTEN=0.0.0.0:8080"}, false},
-		{keys + "listen: 0.0.0.0:8080", nil, true},
-		{"outline: {url: https://wiki.example.com}\nlisten: 0.0.0.0:8080", nil, true},
-		{"", []string{"OUTPRINT_OUTLINE_URL=https://wiki.example.com", "OUTPRINT_LISTEN=:80"}, true},
-	} {
-		path := ""
-		if tc.file != "" {
-			path = writeFile(t, tc.file)
-		}
-		c, err := Load(path, tc.env)
-		if err != nil {
-			t.Fatalf("Load(%q, %v) = %v", tc.file, tc.env, err)
-		}
-		err = c.CheckListen()
-		if (err == nil) != tc.wantOK {
-			t.Errorf("CheckListen() for %q %v = %v, want ok %v", tc.file, tc.env, err, tc.wantOK)
-		}
-	}
-
-	c, err := Load("", []string{"OUTPRINT_LISTEN=0.0.0.0:9000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "listen 0.0.0.0:9000 (from OUTPRINT_LISTEN) is not a loopback address, and with no API keys (auth.apiKeys) " +
-		"and no Outline (outline.url) configured anyone who reaches it could render anonymously: set listen " +
-		"(OUTPRINT_LISTEN) to a loopback address such as 127.0.0.1:9000, or configure API keys or Outline"
-	if err := c.CheckListen(); err == nil || err.Error() != want {
-		t.Errorf("CheckListen() = %v, want %q", err, want)
-	}
-	hand := &Config{Listen: "nonsense"}
-	if err := hand.CheckListen(); err == nil || err.Error() != `listen "nonsense" is not host:port` {
-		t.Errorf("CheckListen() on a hand-made Config = %v, want it to say the address is not host:port", err)
-	}
-}
-
 func TestAnonymous(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		c    Config
 		want bool
@@ -522,6 +494,7 @@ func TestAnonymous(t *testing.T) {
 }
 
 func TestLookupAdmin(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, "auth:\n  apiKeys:\n    - {user: alice, tenant: acme, sha256: "+strings.ToUpper(digestA)+", admin: true}\n    - {user: bob, tenant: beta, sha256: "+digestB+"}\n")
 	c, err := Load(path, nil)
 	if err != nil {
@@ -544,6 +517,7 @@ func TestLookupAdmin(t *testing.T) {
 }
 
 func TestLookupKey(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, "auth:\n  apiKeys:\n    - {user: alice, tenant: acme, sha256: "+strings.ToUpper(digestA)+"}\n    - {user: bob, tenant: beta, sha256: "+digestB+"}\n")
 	c, err := Load(path, nil)
 	if err != nil {
@@ -574,6 +548,7 @@ func TestLookupKey(t *testing.T) {
 }
 
 func TestKeyDigest(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ key, want string }{{"secret", digestA}, {"test", digestB}} {
 		if got := KeyDigest(tc.key); got != tc.want {
 			t.Errorf("KeyDigest(%q) = %s, want %s", tc.key, got, tc.want)
@@ -581,21 +556,8 @@ func TestKeyDigest(t *testing.T) {
 	}
 }
 
-func TestDatabaseDriver(t *testing.T) {
-	for _, tc := range []struct{ db, driver, dsn string }{
-		{"sqlite://./outprint-data/outprint.db", "sqlite", "./outprint-data/outprint.db"},
-		{"sqlite:///var/lib/outprint/outprint.db", "sqlite", "/var/lib/outprint/outprint.db"},
-		{"postgres://u@h:5432/db?sslmode=disable", "postgres", "postgres://u@h:5432/db?sslmode=disable"},
-		{"postgresql://h/db", "postgres", "postgresql://h/db"},
-	} {
-		c := &Config{Database: tc.db}
-		if driver, dsn := c.DatabaseDriver(); driver != tc.driver || dsn != tc.dsn {
-			t.Errorf("DatabaseDriver(%s) = %s, %s, want %s, %s", tc.db, driver, dsn, tc.driver, tc.dsn)
-		}
-	}
-}
-
 func TestOutlineURL(t *testing.T) {
+	t.Parallel()
 	if u := Default().OutlineURL(); u != nil {
 		t.Errorf("OutlineURL() without Outline = %v, want nil", u)
 	}
@@ -609,6 +571,7 @@ func TestOutlineURL(t *testing.T) {
 }
 
 func TestPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		flag string
 		env  []string
@@ -626,83 +589,8 @@ func TestPath(t *testing.T) {
 	}
 }
 
-// Effective prints every key with where it came from; the golden file
-// shows the whole layout (go test -update rewrites it).
-func TestEffectiveGolden(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "outprint.yaml")
-	if err := os.WriteFile(path, []byte(`# a deployment
-listen: 0.0.0.0:8080
-database: postgres://outprint:hunter2@db:5432/outprint?sslmode=disable
-admission:
-  slots: 2
-  maxWait: 90s
-outline:
-  url: https://wiki.example.com
-images:
-  allowHosts: [images.example.com, '*.cdn.example.net']
-auth:
-  apiKeys:
-    - {user: alice, tenant: acme, sha256: `+digestA+`}
-    - {user: bob, tenant: beta, sha256: `+digestB+`}
-render:
-  maxPdfBytes: 20MiB
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load(path, []string{"OUTPRINT_ADMISSION_QUEUE_DEPTH=0", "OUTPRINT_POOL_MAX=4", "OUTPRINT_CONFIG=" + path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.ReplaceAll(c.Effective(), path, "outprint.yaml")
-	golden := filepath.Join("testdata", "effective.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("Effective() =\n%s\nwant (%s)\n%s", got, golden, want)
-	}
-	for _, secret := range []string{"hunter2", digestA, digestB} {
-		if strings.Contains(got, secret) {
-			t.Errorf("Effective() shows %q, want it hidden", secret)
-		}
-	}
-}
-
-// What Effective prints loads back to the same configuration (API keys
-// aside, whose digests it shortens).
-func TestEffectiveRoundTrip(t *testing.T) {
-	c, err := Load("", []string{
-		"OUTPRINT_LISTEN=127.0.0.1:9999", "OUTPRINT_DATA_DIR=/srv/outprint", "OUTPRINT_ADMISSION_SLOTS=3",
-		"OUTPRINT_ADMISSION_MAX_WAIT=1m30s", "OUTPRINT_IMAGES_ALLOW_HOSTS=a.example.com,*.b.example.com",
-		"OUTPRINT_OUTLINE_URL=http://outline:3000", "OUTPRINT_TIMEOUT=45s", "OUTPRINT_MAX_PAGES=80",
-		"OUTPRINT_MAX_PDF_BYTES=1234567", "OUTPRINT_POOL_MIN=2", "OUTPRINT_POOL_MAX=3",
-		"OUTPRINT_POOL_IDLE_TIMEOUT=1500ms", "OUTPRINT_SHUTDOWN_GRACE=0", "OUTPRINT_JOBS_TTL=2h",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := Load(writeFile(t, c.Effective()), nil)
-	if err != nil {
-		t.Fatalf("Load(Effective()) = %v\n%s", err, c.Effective())
-	}
-	if !reflect.DeepEqual(plain(again), plain(c)) {
-		t.Errorf("Load(Effective()) = %+v, want %+v", plain(again), plain(c))
-	}
-	d := Default()
-	again, err = Load(writeFile(t, d.Effective()), nil)
-	if err != nil || !reflect.DeepEqual(plain(again), plain(d)) {
-		t.Errorf("Load(Default().Effective()) = %+v, %v, want the defaults", again, err)
-	}
-}
-
 func TestFormatDuration(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		d    time.Duration
 		want string
@@ -719,6 +607,7 @@ func TestFormatDuration(t *testing.T) {
 // An s3:// store without its credentials in the environment is refused at
 // load, naming both variables, wherever the store setting came from.
 func TestStoreCredentials(t *testing.T) {
+	t.Parallel()
 	env := []string{"OUTPRINT_STORE=s3://outprint?region=us-east-1"}
 	_, err := Load("", env)
 	for _, want := range []string{

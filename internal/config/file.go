@@ -205,80 +205,102 @@ func decodeAPIKeys(f *fileDecoder, n *yaml.Node, key string) {
 		f.errorf(n, "%s must be a list of {user, tenant, sha256} (got %s)", key, describe(n))
 		return
 	}
-	fieldNames := []string{"user", "tenant", "sha256"}
-	// optionalNames may be left out.
-	optionalNames := append([]string{"admin"}, keyWebhookFields...)
-	knownNames := append(slices.Clone(fieldNames), optionalNames...)
+	d := keyDecoder{f: f, key: key, firstDigest: map[string]int{}}
 	var keys []APIKey
-	firstDigest := map[string]int{}
 	nerr := len(f.errs)
 	for i, item := range n.Content {
-		label := fmt.Sprintf("%s[%d]", key, i)
-		kvs := f.fields(item, label, knownNames, func(name string) string {
-			if g := suggest(name, knownNames); g != "" {
-				return label + "." + g
-			}
-			return ""
-		})
-		if item.Kind != yaml.MappingNode {
-			continue
+		if k, ok := d.decode(i, item); ok {
+			keys = append(keys, k)
 		}
-		got := map[string]*yaml.Node{}
-		for _, kv := range kvs {
-			got[kv[0].Value] = kv[1]
-		}
-		var k APIKey
-		for _, name := range fieldNames {
-			v, ok := got[name]
-			if !ok || isNull(v) {
-				f.errorf(item, "%s.%s is missing", label, name)
-				continue
-			}
-			if v.Kind != yaml.ScalarNode {
-				f.errorf(v, "%s.%s must be a single value (got %s)", label, name, describe(v))
-				continue
-			}
-			switch name {
-			case "user", "tenant":
-				if !validName(v.Value) {
-					f.errorf(v, "%s.%s must be 1 to 128 bytes without control characters (got %q)", label, name, v.Value)
-					continue
-				}
-				if name == "user" {
-					k.User = v.Value
-				} else {
-					k.Tenant = v.Value
-				}
-			case "sha256":
-				// The value is never echoed: an operator who pasted
-				// the key itself must not find it in a log.
-				d := strings.ToLower(strings.TrimSpace(v.Value))
-				if b, err := hex.DecodeString(d); err != nil || len(b) != 32 {
-					f.errorf(v, "%s.sha256 must be 64 hexadecimal digits, the SHA-256 of the key and not the key itself (got %d characters)", label, len(v.Value))
-					continue
-				}
-				if j, dup := firstDigest[d]; dup {
-					f.errorf(v, "%s.sha256 repeats %s[%d].sha256", label, key, j)
-					continue
-				}
-				firstDigest[d] = i
-				k.SHA256 = d
-			}
-		}
-		if v, ok := got["admin"]; ok && !isNull(v) {
-			switch b, valid := parseBool(v); {
-			case v.Kind != yaml.ScalarNode || !valid:
-				f.errorf(v, "%s.admin must be true or false (got %s)", label, describe(v))
-			default:
-				k.Admin = b
-			}
-		}
-		f.keyWebhooks(got, label, &k)
-		keys = append(keys, k)
 	}
 	if len(f.errs) == nerr {
 		f.c.Auth.APIKeys = keys // nil for an empty list, as in the defaults
 		f.c.origins[key] = f.origin(n)
+	}
+}
+
+// The fields of an API key: required, then optional.
+var (
+	keyFields         = []string{"user", "tenant", "sha256"}
+	keyOptionalFields = append([]string{"admin"}, keyWebhookFields...)
+	keyKnownFields    = append(slices.Clone(keyFields), keyOptionalFields...)
+)
+
+// keyDecoder reads the items of auth.apiKeys.
+type keyDecoder struct {
+	f           *fileDecoder
+	key         string
+	firstDigest map[string]int // digest → the index of the key that has it
+}
+
+// decode reads item i; ok is false for an item that is no mapping.
+func (d keyDecoder) decode(i int, item *yaml.Node) (APIKey, bool) {
+	f := d.f
+	label := fmt.Sprintf("%s[%d]", d.key, i)
+	kvs := f.fields(item, label, keyKnownFields, func(name string) string {
+		if g := suggest(name, keyKnownFields); g != "" {
+			return label + "." + g
+		}
+		return ""
+	})
+	if item.Kind != yaml.MappingNode {
+		return APIKey{}, false
+	}
+	got := map[string]*yaml.Node{}
+	for _, kv := range kvs {
+		got[kv[0].Value] = kv[1]
+	}
+	var k APIKey
+	for _, name := range keyFields {
+		v, ok := got[name]
+		switch {
+		case !ok || isNull(v):
+			f.errorf(item, "%s.%s is missing", label, name)
+		case v.Kind != yaml.ScalarNode:
+			f.errorf(v, "%s.%s must be a single value (got %s)", label, name, describe(v))
+		default:
+			d.field(&k, i, label, name, v)
+		}
+	}
+	if v, ok := got["admin"]; ok && !isNull(v) {
+		switch b, valid := parseBool(v); {
+		case v.Kind != yaml.ScalarNode || !valid:
+			f.errorf(v, "%s.admin must be true or false (got %s)", label, describe(v))
+		default:
+			k.Admin = b
+		}
+	}
+	f.keyWebhooks(got, label, &k)
+	return k, true
+}
+
+// field reads one required field of key i into k.
+func (d keyDecoder) field(k *APIKey, i int, label, name string, v *yaml.Node) {
+	f := d.f
+	if name == "sha256" {
+		// The value is never echoed: an operator who pasted the key
+		// itself must not find it in a log.
+		digest := strings.ToLower(strings.TrimSpace(v.Value))
+		if b, err := hex.DecodeString(digest); err != nil || len(b) != 32 {
+			f.errorf(v, "%s.sha256 must be 64 hexadecimal digits, the SHA-256 of the key and not the key itself (got %d characters)", label, len(v.Value))
+			return
+		}
+		if j, dup := d.firstDigest[digest]; dup {
+			f.errorf(v, "%s.sha256 repeats %s[%d].sha256", label, d.key, j)
+			return
+		}
+		d.firstDigest[digest] = i
+		k.SHA256 = digest
+		return
+	}
+	if !validName(v.Value) {
+		f.errorf(v, "%s.%s must be 1 to 128 bytes without control characters (got %q)", label, name, v.Value)
+		return
+	}
+	if name == "user" {
+		k.User = v.Value
+	} else {
+		k.Tenant = v.Value
 	}
 }
 
@@ -371,7 +393,9 @@ func (c *Config) Effective() string {
 		// does, say so rather than print half a configuration.
 		return "# cannot encode the configuration: " + err.Error() + "\n"
 	}
-	enc.Close()
+	if err := enc.Close(); err != nil {
+		return "# cannot encode the configuration: " + err.Error() + "\n"
+	}
 	return buf.String()
 }
 

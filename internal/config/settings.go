@@ -14,7 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/outprint/outprint/internal/limits"
-	"github.com/outprint/outprint/internal/store"
+	"github.com/outprint/outprint/internal/store/location"
 )
 
 // setting is one configuration key: where it lives in the file, which
@@ -84,6 +84,14 @@ var settings = []*setting{
 		func(c *Config) *int { return &c.Admission.PerUser }),
 	duration("admission.maxWait", "OUTPRINT_ADMISSION_MAX_WAIT", false,
 		func(c *Config) *time.Duration { return &c.Admission.MaxWait }),
+	withNote(integer("admission.previewSlots", "OUTPRINT_ADMISSION_PREVIEW_SLOTS", 0, 0, "must be zero (one per two CPUs) or a positive integer",
+		func(c *Config) *int { return &c.Admission.PreviewSlots }),
+		func(c *Config) string {
+			if c.Admission.PreviewSlots == 0 {
+				return "0: page previews drawn at once, one per two CPUs, apart from the render slots"
+			}
+			return ""
+		}),
 	withNote(str("outline.url", "OUTPRINT_OUTLINE_URL", "must be an http or https URL such as https://wiki.example.com", parseOutlineURL,
 		func(c *Config) *string { return &c.Outline.URL }),
 		func(c *Config) string {
@@ -170,6 +178,30 @@ var settings = []*setting{
 		}),
 	duration("pool.idleTimeout", "OUTPRINT_POOL_IDLE_TIMEOUT", false,
 		func(c *Config) *time.Duration { return &c.Pool.IdleTimeout }),
+	withNote(derivedBytesSetting("pool.memory", "OUTPRINT_POOL_MEMORY", 1<<40,
+		func(c *Config) *int64 { return &c.Pool.Memory }),
+		func(c *Config) string {
+			if c.Pool.Memory == 0 {
+				return "0: derived from the cgroup memory limit at startup"
+			}
+			return formatBytes(c.Pool.Memory)
+		}),
+	withNote(boolean("diagrams.enabled", "OUTPRINT_DIAGRAMS_ENABLED",
+		func(c *Config) *bool { return &c.Diagrams.Enabled }),
+		func(c *Config) string {
+			if !c.Diagrams.Enabled {
+				return "mermaid and dot fences print as code"
+			}
+			return ""
+		}),
+	withNote(integer("diagrams.browsers", "OUTPRINT_DIAGRAMS_BROWSERS", 0, 0, "must be zero (one per render slot) or a positive integer",
+		func(c *Config) *int { return &c.Diagrams.Browsers }),
+		func(c *Config) string {
+			if c.Diagrams.Browsers == 0 {
+				return "0: one per render slot, started at the first Mermaid diagram"
+			}
+			return ""
+		}),
 	duration("shutdown.grace", "OUTPRINT_SHUTDOWN_GRACE", true,
 		func(c *Config) *time.Duration { return &c.Shutdown.Grace }),
 	boolean("admin.allowAnonymous", "OUTPRINT_ADMIN_ALLOW_ANONYMOUS",
@@ -416,6 +448,22 @@ func bytesSetting(key, env string, max int64, field func(*Config) *int64) *setti
 	}
 }
 
+// derivedBytesSetting is bytesSetting that also takes 0: derived at
+// startup (what `config check` prints for it must load again).
+func derivedBytesSetting(key, env string, max int64, field func(*Config) *int64) *setting {
+	s := bytesSetting(key, env, max, field)
+	s.want = fmt.Sprintf("must be zero (derived from the machine) or a size up to %d (%s), in bytes or with KiB, MiB or GiB", max, formatBytes(max))
+	s.scalar = func(c *Config, v string) string {
+		n, ok := parseBytes(v)
+		if !ok || n < 0 || n > max {
+			return s.want
+		}
+		*field(c) = n
+		return ""
+	}
+	return s
+}
+
 // Parsers. Each returns the value to store, or a reason why v is refused.
 
 func parseListen(v string) (string, string) {
@@ -457,13 +505,13 @@ func parseDatabase(v string) (string, string) {
 	return v, ""
 }
 
-// parseStore accepts the locations store.ParseLocation does and keeps
-// their canonical form; "" means the data folder.
+// parseStore accepts the locations location.Parse does and keeps their
+// canonical form; "" means the data folder.
 func parseStore(v string) (string, string) {
 	if strings.TrimSpace(v) == "" {
 		return "", ""
 	}
-	loc, err := store.ParseLocation(v)
+	loc, err := location.Parse(v)
 	if err != nil {
 		return "", err.Error()
 	}

@@ -35,20 +35,28 @@ const maxKeySecrets = 2
 // webhooks.allowHosts with the same policy acceptance applies.
 func (f *fileDecoder) keyWebhooks(got map[string]*yaml.Node, label string, k *APIKey) {
 	if v, ok := got["callbackUrl"]; ok && !isNull(v) {
-		u, err := url.Parse(strings.TrimSpace(v.Value))
-		switch {
-		case v.Kind != yaml.ScalarNode:
-			f.errorf(v, "%s.callbackUrl must be a single value (got %s)", label, describe(v))
-		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "":
-			f.errorf(v, "%s.callbackUrl must be an https URL such as https://example.com/hooks/outprint, without user or fragment (got %q)", label, v.Value)
-		default:
-			k.CallbackURL = strings.TrimSpace(v.Value)
-		}
+		f.keyCallback(v, label, k)
 	}
-	v, ok := got["webhookSecrets"]
-	if !ok || isNull(v) {
-		return
+	if v, ok := got["webhookSecrets"]; ok && !isNull(v) {
+		f.keySecrets(v, label, k)
 	}
+}
+
+// keyCallback reads an API key's callbackUrl.
+func (f *fileDecoder) keyCallback(v *yaml.Node, label string, k *APIKey) {
+	u, err := url.Parse(strings.TrimSpace(v.Value))
+	switch {
+	case v.Kind != yaml.ScalarNode:
+		f.errorf(v, "%s.callbackUrl must be a single value (got %s)", label, describe(v))
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "":
+		f.errorf(v, "%s.callbackUrl must be an https URL such as https://example.com/hooks/outprint, without user or fragment (got %q)", label, v.Value)
+	default:
+		k.CallbackURL = strings.TrimSpace(v.Value)
+	}
+}
+
+// keySecrets reads an API key's webhookSecrets.
+func (f *fileDecoder) keySecrets(v *yaml.Node, label string, k *APIKey) {
 	if v.Kind != yaml.SequenceNode {
 		f.errorf(v, "%s.webhookSecrets must be a list of whsec_… secrets (got %s)", label, describe(v))
 		return

@@ -9,6 +9,7 @@ import (
 // Webhook settings load from the file and the environment, and Effective
 // shows how many secrets a key has, never the secrets.
 func TestWebhookSettings(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	path := writeFile(t, "webhooks:\n  allowHosts: [127.0.0.1, hooks.internal:8443]\n  publicUrl: https://outprint.example.com/\n"+
 		"auth:\n  apiKeys:\n    - {user: a, tenant: t, sha256: "+KeyDigest("k")+", callbackUrl: 'https://hooks.example.com/x', webhookSecrets: ["+secret+"]}\n")

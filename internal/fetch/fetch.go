@@ -286,7 +286,6 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot parse URL: %v", ErrHostNotAllowed, err)
 	}
-	shown := redact(u)
 	if err := c.allowed(u, r.Outline); err != nil {
 		return nil, err
 	}
@@ -299,25 +298,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w after %s", ErrTimeout, timeout))
 	defer cancel()
-
-	method := r.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	var body io.Reader
-	if r.Body != nil {
-		body = bytes.NewReader(r.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	req, err := newRequest(ctx, u, r)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, shown, err)
+		return nil, err
 	}
-	for k, v := range r.Header {
-		req.Header[k] = append([]string(nil), v...)
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "outprint")
-	}
+	what := req.Method + " " + redact(u) // for errors
 
 	// A shallow copy of the shared client carries this request's redirect
 	// policy; the Transport (and its connection pool) stays shared.
@@ -330,23 +315,56 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, c.explain(ctx, fmt.Errorf("%s %s: %w", method, shown, err))
+		return nil, c.explain(ctx, fmt.Errorf("%s: %w", what, err))
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
+	data, err := c.readBody(ctx, resp, maxBytes, r.KeepTruncated)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: data, URL: resp.Request.URL}, nil
+}
 
-	if resp.ContentLength > maxBytes && !r.KeepTruncated {
-		return nil, fmt.Errorf("%s %s: %w: %d bytes announced, at most %d", method, shown, ErrTooLarge, resp.ContentLength, maxBytes)
+// newRequest is the HTTP request of r to u (GET by default), with a
+// User-Agent when r sets none.
+func newRequest(ctx context.Context, u *url.URL, r Request) (*http.Request, error) {
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	var body io.Reader
+	if r.Body != nil {
+		body = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, redact(u), err)
+	}
+	for k, v := range r.Header {
+		req.Header[k] = append([]string(nil), v...)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "outprint")
+	}
+	return req, nil
+}
+
+// readBody reads the body of resp, at most maxBytes of it: a larger body
+// is ErrTooLarge, or cut to maxBytes+1 bytes when keepTruncated is set.
+func (c *Client) readBody(ctx context.Context, resp *http.Response, maxBytes int64, keepTruncated bool) ([]byte, error) {
+	if resp.ContentLength > maxBytes && !keepTruncated {
+		return nil, fmt.Errorf("%w: %d bytes announced, at most %d", ErrTooLarge, resp.ContentLength, maxBytes)
 	}
 	// Read at most one byte more than allowed: enough to know the body is
 	// too large, never more.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
-		return nil, c.explain(ctx, fmt.Errorf("%s %s: read body: %w", method, shown, err))
+		return nil, c.explain(ctx, fmt.Errorf("read body: %w", err))
 	}
-	if int64(len(data)) > maxBytes && !r.KeepTruncated {
-		return nil, fmt.Errorf("%s %s: %w: more than %d bytes", method, shown, ErrTooLarge, maxBytes)
+	if int64(len(data)) > maxBytes && !keepTruncated {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
 	}
-	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: data, URL: resp.Request.URL}, nil
+	return data, nil
 }
 
 // explain adds ErrTimeout to an error caused by our own deadline, so that a

@@ -101,7 +101,7 @@ func (n *fakeNet) config(cfg Config) Config {
 }
 
 func ok(body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }
+	return func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, body) }
 }
 
 func TestForbidden(t *testing.T) {
@@ -468,7 +468,7 @@ func TestTooManyRedirects(t *testing.T) {
 	var s *server
 	s = newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var i int
-		fmt.Sscanf(r.URL.Path, "/r/%d", &i)
+		_, _ = fmt.Sscanf(r.URL.Path, "/r/%d", &i)
 		http.Redirect(w, r, fmt.Sprintf("/r/%d", i+1), http.StatusFound)
 	})
 	n := newFakeNet(map[string]string{"images.test": "203.0.113.10"})
@@ -487,9 +487,9 @@ func TestTooManyRedirects(t *testing.T) {
 	c := New(n.config(Config{AllowHosts: []string{"images.test"}, MaxRedirects: 3}))
 	end := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var i int
-		fmt.Sscanf(r.URL.Path, "/r/%d", &i)
+		_, _ = fmt.Sscanf(r.URL.Path, "/r/%d", &i)
 		if i == 3 {
-			io.WriteString(w, "done")
+			_, _ = io.WriteString(w, "done")
 			return
 		}
 		http.Redirect(w, r, fmt.Sprintf("/r/%d", i+1), http.StatusFound)
@@ -568,7 +568,7 @@ func TestCredentialsStayOnTheirHost(t *testing.T) {
 		case "/same":
 			http.Redirect(w, r, "/final", http.StatusFound)
 		case "/final":
-			io.WriteString(w, "final")
+			_, _ = io.WriteString(w, "final")
 		case "/subdomain":
 			http.Redirect(w, r, "http://files.wiki.test:"+other.port()+"/obj", http.StatusFound)
 		case "/cross":
@@ -619,7 +619,7 @@ func TestTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow-body" {
-			w.Write([]byte("first bytes"))
+			_, _ = w.Write([]byte("first bytes"))
 			w.(http.Flusher).Flush()
 		}
 		select {
@@ -675,7 +675,7 @@ func TestUnreachable(t *testing.T) {
 }
 
 func TestConcurrentGets(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.URL.Path) })
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.URL.Path) })
 	n := newFakeNet(map[string]string{"images.test": "203.0.113.10"})
 	c := New(n.config(Config{AllowHosts: []string{"images.test"}}))
 	var wg sync.WaitGroup

@@ -21,9 +21,9 @@ func TestImagesOpen(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ok.png":
-			w.Write([]byte("PNG"))
+			_, _ = w.Write([]byte("PNG"))
 		case "/big.png":
-			w.Write([]byte(big))
+			_, _ = w.Write([]byte(big))
 		case "/gone.png":
 			w.WriteHeader(http.StatusGone)
 		case "/error.png":

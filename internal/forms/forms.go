@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,7 +36,8 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/limits"
-	"github.com/outprint/outprint/internal/markdown"
+	"github.com/outprint/outprint/internal/programs"
+	"github.com/outprint/outprint/internal/script"
 	"github.com/outprint/outprint/internal/tex"
 )
 
@@ -55,6 +57,10 @@ type Config struct {
 	// MaxPDFBytes bounds the form and the filled PDF (default
 	// limits.MaxPDFBytes).
 	MaxPDFBytes int64
+	// TempDir is where each fill's scratch folder is made (default
+	// os.TempDir()); the server passes its data folder's, since /tmp may
+	// be read-only in a container.
+	TempDir string
 }
 
 // WithDefaults returns the config with zero fields set to their defaults.
@@ -68,6 +74,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxPDFBytes <= 0 {
 		c.MaxPDFBytes = limits.MaxPDFBytes
 	}
+	if c.TempDir == "" {
+		c.TempDir = os.TempDir()
+	}
 	return c
 }
 
@@ -75,14 +84,25 @@ func (c Config) WithDefaults() Config {
 type Filler struct {
 	cfg Config
 	tex Typesetter
+	// qpdf and prlimit are the programs' paths, found by New.
+	qpdf, prlimit string
 }
 
-// New returns a Filler that typesets with ts.
+// New returns a Filler that typesets with ts, or an error when qpdf or
+// prlimit is not installed.
 func New(cfg Config, ts Typesetter) (*Filler, error) {
 	if ts == nil {
 		return nil, errors.New("forms: no typesetter")
 	}
-	return &Filler{cfg: cfg.WithDefaults(), tex: ts}, nil
+	qpdf, err := programs.Find(programs.QPDF)
+	if err != nil {
+		return nil, fmt.Errorf("forms: %w", err)
+	}
+	prlimit, err := programs.Find(programs.PRLimit)
+	if err != nil {
+		return nil, fmt.Errorf("forms: %w", err)
+	}
+	return &Filler{cfg: cfg.WithDefaults(), tex: ts, qpdf: qpdf, prlimit: prlimit}, nil
 }
 
 // Phases reported to a fill's progress function.
@@ -102,10 +122,15 @@ type Result struct {
 	Fields, Filled int
 	// TeX is the overlay's render, nil when nothing needed typesetting.
 	TeX *tex.Result
+	// Warnings report the fields the form lists but that could not be
+	// read (CodeDamagedField), left out of the result.
+	Warnings []limits.Problem
 }
 
 func (f *Filler) sandbox(timeout time.Duration, out int) qpdfSandbox {
 	return qpdfSandbox{
+		qpdf:    f.qpdf,
+		prlimit: f.prlimit,
 		memory:  limits.RenderMemoryBytes,
 		cpu:     timeout,
 		fsize:   f.cfg.MaxPDFBytes + 1<<20,
@@ -114,27 +139,87 @@ func (f *Filler) sandbox(timeout time.Duration, out int) qpdfSandbox {
 	}
 }
 
-// maxJSONBytes bounds qpdf's JSON of a form: the dictionaries of a PDF
-// within the size limit, without stream data.
-const maxJSONBytes = 256 << 20
-
 // read writes pdf into dir and has qpdf read it.
 func (f *Filler) read(ctx context.Context, dir string, pdf []byte, deadline time.Duration) (*form, error) {
 	if len(pdf) == 0 {
 		return nil, invalidPDF("it is empty")
 	}
 	if int64(len(pdf)) > f.cfg.MaxPDFBytes {
-		return nil, &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
-			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
-			Message: fmt.Sprintf("the PDF is too large: %d bytes, at most %d", len(pdf), f.cfg.MaxPDFBytes),
-		}}}
+		return nil, tooLarge(fmt.Sprintf("the PDF is too large: %d bytes, at most %d", len(pdf), f.cfg.MaxPDFBytes))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "in.pdf"), pdf, 0o600); err != nil {
 		return nil, fmt.Errorf("forms: write input: %w", err)
 	}
-	res, err := f.sandbox(deadline, maxJSONBytes).run(ctx, dir,
+	// The passes of read.go: the objects counted, then read and their
+	// fields counted, then the pages and fields listed.
+	objs, err := f.readObjectTable(ctx, dir, deadline)
+	if err != nil {
+		return nil, err
+	}
+	d, err := f.describe(ctx, dir, deadline, objs)
+	if err != nil {
+		return nil, err
+	}
+	fm, err := buildForm(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(fm.fields) > MaxFields {
+		return nil, tooLarge(fmt.Sprintf("the form has %d fields, at most %d", len(fm.fields), MaxFields))
+	}
+	if fm.hasXFA && len(fm.fields) == 0 {
+		return nil, invalidPDF("it is an XFA form without AcroForm fields, which cannot be filled as a PDF form")
+	}
+	f.readValueStreams(ctx, dir, fm, deadline)
+	return fm, nil
+}
+
+// tooLarge is the client's error for a PDF past a size bound.
+func tooLarge(msg string) error {
+	return &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
+		Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge, Message: msg,
+	}}}
+}
+
+// readObjectTable is the first two passes of read.go: the objects
+// counted, then read as they come, within the bounds.
+func (f *Filler) readObjectTable(ctx context.Context, dir string, deadline time.Duration) (*qobjects, error) {
+	var le *objectLimitError
+	if err := f.countObjects(ctx, dir, deadline); err != nil {
+		if errors.As(err, &le) {
+			return nil, le.clientError()
+		}
+		return nil, err
+	}
+	var objs *qobjects
+	res, err := f.sandbox(deadline, 0).runStream(ctx, dir, func(r io.Reader) error {
+		var err error
+		objs, err = readObjects(r)
+		return err
+	}, "--json=2", "--json-stream-data=none", "--json-key=qpdf", "in.pdf")
+	if errors.As(err, &le) {
+		return nil, le.clientError()
+	}
+	if err != nil && !errors.Is(err, errStreamRead) {
+		return nil, err // internal, or ctx ended
+	}
+	if perr, failed := res.problem("the PDF", deadline); failed {
+		return nil, perr
+	}
+	if err != nil {
+		// qpdf ended well and its JSON did not read: not the client's
+		// fault, but nothing the client can fill either.
+		return nil, invalidPDF("qpdf could not describe it")
+	}
+	return objs, nil
+}
+
+// describe is the last pass of read.go: the pages and fields of a form
+// within the bounds, listed by qpdf and joined with the objects read.
+func (f *Filler) describe(ctx context.Context, dir string, deadline time.Duration, objs *qobjects) (*qdoc, error) {
+	res, err := f.sandbox(deadline, maxListJSONBytes).run(ctx, dir,
 		"--json=2", "--json-stream-data=none",
-		"--json-key=pages", "--json-key=acroform", "--json-key=encrypt", "--json-key=qpdf",
+		"--json-key=pages", "--json-key=acroform", "--json-key=encrypt",
 		"in.pdf")
 	if err != nil {
 		return nil, err
@@ -142,7 +227,7 @@ func (f *Filler) read(ctx context.Context, dir string, pdf []byte, deadline time
 	if perr, failed := res.problem("the PDF", deadline); failed {
 		return nil, perr
 	}
-	d, err := parseQDoc(res.stdout)
+	d, err := parseQDoc(res.stdout, objs)
 	if err != nil {
 		return nil, invalidPDF("qpdf could not describe it")
 	}
@@ -152,21 +237,7 @@ func (f *Filler) read(ctx context.Context, dir string, pdf []byte, deadline time
 	if len(d.Pages) > f.cfg.MaxPages {
 		return nil, limits.TooManyPages(f.cfg.MaxPages)
 	}
-	fm, err := buildForm(d)
-	if err != nil {
-		return nil, err
-	}
-	if len(fm.fields) > MaxFields {
-		return nil, &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
-			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
-			Message: fmt.Sprintf("the form has %d fields, at most %d", len(fm.fields), MaxFields),
-		}}}
-	}
-	if fm.hasXFA && len(fm.fields) == 0 {
-		return nil, invalidPDF("it is an XFA form without AcroForm fields, which cannot be filled as a PDF form")
-	}
-	f.readValueStreams(ctx, dir, fm, deadline)
-	return fm, nil
+	return d, nil
 }
 
 // maxValueStreams bounds how many stream values one form gets read.
@@ -195,16 +266,36 @@ func (f *Filler) readValueStreams(ctx context.Context, dir string, fm *form, dea
 	}
 }
 
+// Listing is what reading a form finds.
+type Listing struct {
+	// Fields are the fillable fields (push buttons are not fillable and
+	// not listed).
+	Fields []Field
+	// Warnings report the fields the form lists but that cannot be read
+	// (CodeDamagedField): they are not in Fields, and a fill leaves them
+	// out.
+	Warnings []limits.Problem
+}
+
 // Fields lists the fillable fields of a form (push buttons are not
 // fillable and not listed).
 func (f *Filler) Fields(ctx context.Context, pdf []byte) ([]Field, error) {
+	l, err := f.List(ctx, pdf)
+	if err != nil {
+		return nil, err
+	}
+	return l.Fields, nil
+}
+
+// List reads a form: its fillable fields and the damaged ones.
+func (f *Filler) List(ctx context.Context, pdf []byte) (*Listing, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "outprint-form-")
+	dir, err := os.MkdirTemp(f.cfg.TempDir, "outprint-form-")
 	if err != nil {
 		return nil, fmt.Errorf("forms: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer removeScratch(dir)
 	fm, err := f.read(ctx, dir, pdf, f.cfg.Timeout)
 	if err != nil {
 		return nil, f.ctxErr(ctx, err)
@@ -213,7 +304,7 @@ func (f *Filler) Fields(ctx context.Context, pdf []byte) ([]Field, error) {
 	for i, fl := range fm.fields {
 		out[i] = *fl
 	}
-	return out, nil
+	return &Listing{Fields: out, Warnings: fm.damaged}, nil
 }
 
 // Check reads the form and checks the values without filling it: what a
@@ -226,11 +317,11 @@ func (f *Filler) Check(ctx context.Context, pdf, values []byte) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "outprint-form-")
+	dir, err := os.MkdirTemp(f.cfg.TempDir, "outprint-form-")
 	if err != nil {
 		return fmt.Errorf("forms: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer removeScratch(dir)
 	fm, err := f.read(ctx, dir, pdf, f.cfg.Timeout)
 	if err != nil {
 		return f.ctxErr(ctx, err)
@@ -253,11 +344,11 @@ func (f *Filler) Fill(ctx context.Context, pdf, values []byte, progress func(pha
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "outprint-form-")
+	dir, err := os.MkdirTemp(f.cfg.TempDir, "outprint-form-")
 	if err != nil {
 		return nil, fmt.Errorf("forms: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer removeScratch(dir)
 	progress(PhaseReading)
 	fm, err := f.read(ctx, dir, pdf, f.cfg.Timeout)
 	if err != nil {
@@ -268,38 +359,55 @@ func (f *Filler) Fill(ctx context.Context, pdf, values []byte, progress func(pha
 		return nil, err
 	}
 	pl := makePlan(fm, resolved)
-	res := &Result{Pages: len(fm.pages), Fields: len(fm.fields), Filled: len(vals)}
+	res := &Result{Pages: len(fm.pages), Fields: len(fm.fields), Filled: len(vals), Warnings: fm.damaged}
 
-	args := []string{"--decrypt", "--stream-data=preserve"}
 	var tail []string
 	if len(pl.overlay) > 0 {
 		progress(PhaseTypesetting)
-		var sc markdown.Scripts
-		for _, t := range pl.texts {
-			sc |= markdown.ScriptsOf(t)
+		if res.TeX, tail, err = f.typeset(ctx, dir, fm, pl); err != nil {
+			return nil, err
 		}
-		tr, err := f.tex.Run(ctx, tex.Job{
-			Preamble: overlayPreamble(sc),
-			Body:     overlayBody(fm, pl.overlay),
-			MaxPages: len(pl.overlay),
-		})
-		if err != nil {
-			return nil, f.texErr(ctx, err)
-		}
-		res.TeX = tr
-		if tr.Pages != len(pl.overlay) {
-			return nil, fmt.Errorf("forms: overlay has %d pages, want %d", tr.Pages, len(pl.overlay))
-		}
-		if err := os.WriteFile(filepath.Join(dir, "overlay.pdf"), tr.PDF, 0o600); err != nil {
-			return nil, fmt.Errorf("forms: write overlay: %w", err)
-		}
-		to := make([]string, len(pl.overlay))
-		for i, op := range pl.overlay {
-			to[i] = strconv.Itoa(op.index + 1)
-		}
-		tail = []string{"--overlay", "overlay.pdf", "--to=" + strings.Join(to, ","), "--from=1-" + strconv.Itoa(len(pl.overlay)), "--"}
 	}
 	progress(PhaseFlattening)
+	if res.PDF, err = f.flatten(ctx, dir, fm, pl, tail, start); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// typeset renders the plan's overlay pages into dir/overlay.pdf; tail is
+// the arguments that lay them over the form's pages.
+func (f *Filler) typeset(ctx context.Context, dir string, fm *form, pl *plan) (tr *tex.Result, tail []string, err error) {
+	var sc script.Set
+	for _, t := range pl.texts {
+		sc |= script.Of(t)
+	}
+	tr, err = f.tex.Run(ctx, tex.Job{
+		Preamble: overlayPreamble(sc),
+		Body:     overlayBody(fm, pl.overlay),
+		MaxPages: len(pl.overlay),
+	})
+	if err != nil {
+		return nil, nil, f.texErr(ctx, err)
+	}
+	if tr.Pages != len(pl.overlay) {
+		return nil, nil, fmt.Errorf("forms: overlay has %d pages, want %d", tr.Pages, len(pl.overlay))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "overlay.pdf"), tr.PDF, 0o600); err != nil {
+		return nil, nil, fmt.Errorf("forms: write overlay: %w", err)
+	}
+	to := make([]string, len(pl.overlay))
+	for i, op := range pl.overlay {
+		to[i] = strconv.Itoa(op.index + 1)
+	}
+	tail = []string{"--overlay", "overlay.pdf", "--to=" + strings.Join(to, ","), "--from=1-" + strconv.Itoa(len(pl.overlay)), "--"}
+	return tr, tail, nil
+}
+
+// flatten has qpdf write the filled form: the form's update applied, the
+// overlay (tail, from typeset) laid over its pages, in the time left of
+// the fill that began at start.
+func (f *Filler) flatten(ctx context.Context, dir string, fm *form, pl *plan, tail []string, start time.Time) ([]byte, error) {
 	upd, err := updateJSON(fm, pl)
 	if err != nil {
 		return nil, fmt.Errorf("forms: update json: %w", err)
@@ -307,7 +415,7 @@ func (f *Filler) Fill(ctx context.Context, pdf, values []byte, progress func(pha
 	if err := os.WriteFile(filepath.Join(dir, "update.json"), upd, 0o600); err != nil {
 		return nil, fmt.Errorf("forms: write update: %w", err)
 	}
-	args = append(args, "--update-from-json=update.json", "in.pdf")
+	args := []string{"--decrypt", "--stream-data=preserve", "--update-from-json=update.json", "in.pdf"}
 	args = append(args, tail...)
 	args = append(args, "out.pdf")
 	left := max(time.Until(start.Add(f.cfg.Timeout)), time.Second)
@@ -330,8 +438,7 @@ func (f *Filler) Fill(ctx context.Context, pdf, values []byte, progress func(pha
 	if int64(len(out)) > f.cfg.MaxPDFBytes {
 		return nil, limits.PDFTooLarge(int64(len(out)), f.cfg.MaxPDFBytes)
 	}
-	res.PDF = out
-	return res, nil
+	return out, nil
 }
 
 func firstLine(s string) string {
@@ -363,3 +470,8 @@ func (f *Filler) texErr(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("forms: typeset overlay: %w", err)
 }
+
+// removeScratch removes a read's or fill's scratch folder. Its error is
+// dropped: a folder left behind in the temporary folder costs disk, not
+// the answer, which is complete by then.
+func removeScratch(dir string) { _ = os.RemoveAll(dir) }

@@ -125,7 +125,10 @@ func originalWidgets(t *testing.T, path string) map[string][]widgetRect {
 	var objs map[string]struct {
 		Value map[string]any `json:"value"`
 	}
-	json.Unmarshal(j.Qpdf[1], &objs)
+	// An object whose value is not a dictionary (an array, a number) does
+	// not fit objs and makes Unmarshal report a type error after it filled
+	// the rest; the dictionaries are all this reads.
+	_ = json.Unmarshal(j.Qpdf[1], &objs)
 	out := map[string][]widgetRect{}
 	for _, f := range j.Acroform.Fields {
 		r, _ := objs["obj:"+f.Annotation.Object].Value["/Rect"].([]any)
@@ -152,11 +155,14 @@ func mediaBoxes(t *testing.T, path string) [][5]float64 {
 		} `json:"pages"`
 		Qpdf []json.RawMessage `json:"qpdf"`
 	}
-	json.Unmarshal([]byte(run(t, "qpdf", "--json=2", "--json-stream-data=none", "--json-key=pages", "--json-key=qpdf", path)), &j)
+	if err := json.Unmarshal([]byte(run(t, "qpdf", "--json=2", "--json-stream-data=none", "--json-key=pages", "--json-key=qpdf", path)), &j); err != nil {
+		t.Fatal(err)
+	}
 	var objs map[string]struct {
 		Value map[string]any `json:"value"`
 	}
-	json.Unmarshal(j.Qpdf[1], &objs)
+	// As above: non-dictionary objects are type errors; dictionaries are read.
+	_ = json.Unmarshal(j.Qpdf[1], &objs)
 	var out [][5]float64
 	for _, p := range j.Pages {
 		d := objs["obj:"+p.Object].Value
@@ -669,6 +675,11 @@ func TestValueProblemsAllAtOnce(t *testing.T) {
 	if _, ps := problemsOf(t, err); len(ps) != 1 || ps[0].Code != CodeInvalidValue || !strings.Contains(ps[0].Message, "at most 40") || ps[0].Line != 1 {
 		t.Errorf("maxLen problem = %+v", ps)
 	}
+	// Letters no installed font has (Linear B): named, not dropped.
+	_, err = f.Fill(context.Background(), sharedForm(t, "openoffice.pdf"), []byte(`{"firstName": "Ana 𐀀𐀁"}`), nil)
+	if _, ps := problemsOf(t, err); len(ps) != 1 || ps[0].Field != "firstName" || !strings.Contains(ps[0].Message, "Linear B") {
+		t.Errorf("unprintable value problem = %+v, want one naming Linear B", ps)
+	}
 	// Malformed JSON: its line.
 	_, err = f.Fill(context.Background(), orig, []byte("{\n\"a\": 1,\n}"), nil)
 	if _, ps := problemsOf(t, err); len(ps) != 1 || ps[0].Field != "values" || ps[0].Line != 3 {
@@ -751,8 +762,8 @@ func TestFillLongValues(t *testing.T) {
 	}
 }
 
-// TestOverlayFontsCoverMarkdownKeys: every font key markdown's runs can
-// name has an XeTeX font in the overlay, so a new fallback font in markdown
+// TestOverlayFontsCoverMarkdownKeys: every font key script's runs can
+// name has an XeTeX font in the overlay, so a new fallback font in script
 // cannot silently lose its glyphs here.
 func TestOverlayFontsCoverMarkdownKeys(t *testing.T) {
 	keys := fallbackKeys()

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/outprint/outprint/internal/limits"
 )
 
 // This file turns qpdf's JSON (version 2) of a PDF into the form model:
@@ -19,7 +21,8 @@ import (
 // which a PDF string is "u:text" or "b:hex", a name "/Name" and an indirect
 // reference "12 0 R".
 
-// qdoc is qpdf's JSON of one PDF.
+// qdoc is qpdf's JSON of one PDF: the page and field lists of the second
+// pass, and every object of the first (read.go).
 type qdoc struct {
 	Pages []struct {
 		Object string `json:"object"`
@@ -32,9 +35,12 @@ type qdoc struct {
 	Encrypt struct {
 		Encrypted bool `json:"encrypted"`
 	} `json:"encrypt"`
-	Qpdf []json.RawMessage `json:"qpdf"`
 
-	header  qheader
+	header qheader
+	// raw holds each object's JSON text by key ("obj:12 0 R", "trailer");
+	// objects the ones decoded so far. The model looks at a few hundred
+	// objects of a form that may have a hundred thousand.
+	raw     map[string]json.RawMessage
 	objects map[string]qobject
 }
 
@@ -65,23 +71,35 @@ type qobject struct {
 	} `json:"stream"`
 }
 
-// parseQDoc reads qpdf's JSON.
-func parseQDoc(b []byte) (*qdoc, error) {
+// parseQDoc reads qpdf's JSON of the second pass (pages, acroform,
+// encrypt) and takes the objects of the first.
+func parseQDoc(b []byte, objs *qobjects) (*qdoc, error) {
 	var d qdoc
 	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("qpdf json: %w", err)
 	}
-	if len(d.Qpdf) != 2 {
-		return nil, fmt.Errorf("qpdf json: %d parts in qpdf", len(d.Qpdf))
-	}
-	if err := json.Unmarshal(d.Qpdf[0], &d.header); err != nil {
-		return nil, fmt.Errorf("qpdf json header: %w", err)
-	}
-	if err := json.Unmarshal(d.Qpdf[1], &d.objects); err != nil {
-		return nil, fmt.Errorf("qpdf json objects: %w", err)
-	}
-	d.Qpdf = nil
+	d.header = objs.header
+	d.raw = objs.raw
+	d.objects = map[string]qobject{}
 	return &d, nil
+}
+
+// object returns the object of key ("obj:12 0 R", "trailer"), decoding it
+// the first time. An object that does not decode is absent.
+func (d *qdoc) object(key string) (qobject, bool) {
+	if o, ok := d.objects[key]; ok {
+		return o, true
+	}
+	raw, ok := d.raw[key]
+	if !ok {
+		return qobject{}, false
+	}
+	var o qobject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return qobject{}, false
+	}
+	d.objects[key] = o
+	return o, true
 }
 
 var refRE = regexp.MustCompile(`^[0-9]+ [0-9]+ R$`)
@@ -102,7 +120,7 @@ func (d *qdoc) resolve(v any) any {
 		if !ok {
 			return v
 		}
-		o, ok := d.objects["obj:"+ref]
+		o, ok := d.object("obj:" + ref)
 		if !ok {
 			return nil
 		}
@@ -224,7 +242,7 @@ func (d *qdoc) pageInherited(page map[string]any, key string) any {
 
 // catalog is the document catalog.
 func (d *qdoc) catalog() map[string]any {
-	t, _ := d.objects["trailer"]
+	t, _ := d.object("trailer")
 	tm, _ := t.Value.(map[string]any)
 	if tm == nil {
 		return nil
@@ -233,7 +251,7 @@ func (d *qdoc) catalog() map[string]any {
 }
 
 func (d *qdoc) catalogRef() string {
-	t := d.objects["trailer"]
+	t, _ := d.object("trailer")
 	tm, _ := t.Value.(map[string]any)
 	ref, _ := isRef(tm["/Root"])
 	return ref
@@ -303,6 +321,24 @@ func (f Field) MarshalJSON() ([]byte, error) {
 	}{plain(f), maxLen})
 }
 
+// UnmarshalJSON reads what MarshalJSON wrote (a gateway reads the fields
+// a worker listed).
+func (f *Field) UnmarshalJSON(b []byte) error {
+	type plain Field
+	var v struct {
+		plain
+		MaxLen *int `json:"maxLen"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Field(v.plain)
+	if v.MaxLen != nil {
+		f.MaxLen = *v.MaxLen
+	}
+	return nil
+}
+
 // widget is one widget annotation of a field.
 type widget struct {
 	ref     string
@@ -353,6 +389,8 @@ type form struct {
 	hasXFA  bool
 	// valueStreams are the fields whose /V is a stream, by name.
 	valueStreams map[string]string
+	// damaged are the entries of the field tree qpdf left out.
+	damaged []limits.Problem
 }
 
 // buildForm makes the form model of d.
@@ -386,11 +424,15 @@ func buildForm(d *qdoc) (*form, error) {
 		pg.annots = d.array(pd["/Annots"])
 		f.pages = append(f.pages, pg)
 	}
+	listed := map[string]bool{}
 	for _, qf := range d.Acroform.Fields {
+		listed[qf.Object] = true
+		listed[qf.Annotation.Object] = true
 		if err := f.addWidget(qf); err != nil {
 			return nil, err
 		}
 	}
+	f.damaged = damagedFields(d, listed)
 	for _, fl := range f.fields {
 		f.finish(fl)
 	}
@@ -401,12 +443,41 @@ func normRect(r []float64) [4]float64 {
 	return [4]float64{min(r[0], r[2]), min(r[1], r[3]), max(r[0], r[2]), max(r[1], r[3])}
 }
 
+// addWidget adds the widget of one qpdf field entry to its field, making
+// the field at its first widget; push buttons go to f.buttons instead.
 func (f *form) addWidget(qf qfield) error {
-	d := f.doc
-	wd := d.dict(qf.Annotation.Object)
+	wd := f.doc.dict(qf.Annotation.Object)
 	if wd == nil {
 		return nil
 	}
+	w := f.newWidget(qf, wd)
+	f.widgets[w.ref] = w
+	typ := fieldType(qf)
+	switch typ {
+	case "":
+		return nil // a widget of no known field type: dropped when flattening
+	case "push":
+		w.push = true
+		f.buttons = append(f.buttons, w)
+		return nil
+	case "checkbox", "radio":
+		w.onState = onState(f.doc, w)
+	}
+	fl := f.byName[qf.Fullname]
+	if fl == nil {
+		fl = f.newField(qf, typ, w)
+		f.byName[fl.Name] = fl
+		f.fields = append(f.fields, fl)
+	}
+	fl.widgets = append(fl.widgets, w)
+	return nil
+}
+
+// newWidget is the widget of the annotation dictionary wd: its rectangle,
+// state, default appearance (the form's when it inherits none) and the
+// dictionaries the overlay and flattening read.
+func (f *form) newWidget(qf qfield, wd map[string]any) *widget {
+	d := f.doc
 	w := &widget{ref: qf.Annotation.Object, page: qf.Page, flags: qf.Annotation.Flags}
 	if r := d.numbers(wd["/Rect"]); len(r) == 4 {
 		w.rect = normRect(r)
@@ -420,59 +491,64 @@ func (f *form) addWidget(qf qfield) error {
 	w.mk = d.dict(wd["/MK"])
 	w.bs = d.dict(wd["/BS"])
 	w.ap = d.dict(wd["/AP"])
-	f.widgets[w.ref] = w
+	return w
+}
 
-	var typ string
+// fieldType is a field's Type from its /FT and flags: "push" for a push
+// button (no value, only kept for flattening), "" for no known type.
+func fieldType(qf qfield) string {
 	switch qf.Fieldtype {
 	case "/Tx":
-		typ = "text"
+		return "text"
 	case "/Ch":
-		typ = "choice"
+		return "choice"
 	case "/Sig":
-		typ = "signature"
+		return "signature"
 	case "/Btn":
 		switch {
 		case qf.Fieldflags&flagPushbutton != 0:
-			w.push = true
-			f.buttons = append(f.buttons, w)
-			return nil
+			return "push"
 		case qf.Fieldflags&flagRadio != 0:
-			typ = "radio"
-		default:
-			typ = "checkbox"
+			return "radio"
 		}
-		for k := range d.dict(w.ap["/N"]) {
-			if k != "/Off" && strings.HasPrefix(k, "/") {
-				w.onState = k[1:]
-				break
-			}
-		}
-	default:
-		return nil // a widget of no known field type: dropped when flattening
+		return "checkbox"
 	}
-	name := qf.Fullname
-	fl := f.byName[name]
-	if fl == nil {
-		fl = &Field{Name: name, Type: typ, Page: w.page, Rect: w.rect, flags: qf.Fieldflags, quad: qf.Quadding}
-		fl.Required = qf.Fieldflags&flagRequired != 0
-		fl.ReadOnly = qf.Fieldflags&flagReadOnly != 0
-		fl.Multiline = typ == "text" && qf.Fieldflags&flagMultiline != 0
-		fl.comb = typ == "text" && qf.Fieldflags&(flagComb|flagMultiline|flagPassword) == flagComb
-		fl.pass = typ == "text" && qf.Fieldflags&flagPassword != 0
-		fl.Editable = typ == "choice" && qf.Fieldflags&flagCombo != 0 && qf.Fieldflags&flagEdit != 0
-		fl.MultiSelect = typ == "choice" && qf.Fieldflags&flagMultiSelect != 0
-		if n, ok := d.number(d.inherited(qf.Annotation.Object, "/MaxLen")); ok && n > 0 {
-			fl.MaxLen = int(n)
+	return ""
+}
+
+// onState is the name of a button widget's on state: the first normal
+// appearance other than /Off, "" if it has none.
+func onState(d *qdoc, w *widget) string {
+	for k := range d.dict(w.ap["/N"]) {
+		if k != "/Off" && strings.HasPrefix(k, "/") {
+			return k[1:]
 		}
-		if !fl.comb || fl.MaxLen == 0 {
-			fl.comb = false
-		}
-		fl.Value = f.currentValue(qf)
-		f.byName[name] = fl
-		f.fields = append(f.fields, fl)
 	}
-	fl.widgets = append(fl.widgets, w)
-	return nil
+	return ""
+}
+
+// newField is the field of type typ whose first widget is w: the flags
+// that matter for its type, MaxLen and the current value.
+func (f *form) newField(qf qfield, typ string, w *widget) *Field {
+	flags := qf.Fieldflags
+	fl := &Field{Name: qf.Fullname, Type: typ, Page: w.page, Rect: w.rect, flags: flags, quad: qf.Quadding}
+	fl.Required = flags&flagRequired != 0
+	fl.ReadOnly = flags&flagReadOnly != 0
+	fl.Multiline = typ == "text" && flags&flagMultiline != 0
+	fl.comb = typ == "text" && flags&(flagComb|flagMultiline|flagPassword) == flagComb
+	fl.pass = typ == "text" && flags&flagPassword != 0
+	fl.Editable = typ == "choice" && flags&flagCombo != 0 && flags&flagEdit != 0
+	fl.MultiSelect = typ == "choice" && flags&flagMultiSelect != 0
+	if n, ok := f.doc.number(f.doc.inherited(qf.Annotation.Object, "/MaxLen")); ok && n > 0 {
+		fl.MaxLen = int(n)
+	}
+	// A comb field spreads its text over MaxLen cells: without MaxLen
+	// there are no cells.
+	if fl.MaxLen == 0 {
+		fl.comb = false
+	}
+	fl.Value = f.currentValue(qf)
+	return fl
 }
 
 // currentValue is the field's /V as users see it (buttons are finished in
@@ -511,75 +587,103 @@ func (f *form) currentValue(qf qfield) any {
 // finish completes a field once all its widgets are known: options,
 // export values, the button value in users' terms.
 func (f *form) finish(fl *Field) {
-	d := f.doc
-	first := fl.widgets[0]
 	switch fl.Type {
 	case "choice":
-		for _, o := range d.array(d.inherited(first.ref, "/Opt")) {
-			if pair := d.array(o); len(pair) == 2 {
-				e, _ := d.text(pair[0])
-				l, _ := d.text(pair[1])
-				fl.Options = append(fl.Options, e)
-				fl.Labels = append(fl.Labels, l)
-				continue
-			}
-			s, _ := d.text(o)
-			fl.Options = append(fl.Options, s)
-			fl.Labels = append(fl.Labels, s)
-		}
-		if slices.Equal(fl.Options, fl.Labels) {
-			fl.Labels = nil
-		}
-		if fl.MultiSelect {
-			switch v := fl.Value.(type) {
-			case string:
-				fl.Value = []string{v}
-			case nil:
-				fl.Value = []string{}
-			}
-		}
+		f.finishChoice(fl)
 	case "checkbox", "radio":
-		opt := d.array(d.inherited(first.ref, "/Opt"))
-		fl.exports = map[string]string{}
-		for i, w := range fl.widgets {
-			if w.onState == "" || slices.Contains(fl.onStates, w.onState) {
-				continue
-			}
-			fl.onStates = append(fl.onStates, w.onState)
-			export := w.onState
-			if len(opt) > 0 {
-				// With /Opt the on-state names are indices (or the widget
-				// order is), and /Opt holds the export values.
-				idx := i
-				if n, err := strconv.Atoi(w.onState); err == nil {
-					idx = n
-				}
-				if idx >= 0 && idx < len(opt) {
-					if s, ok := d.text(opt[idx]); ok {
-						export = s
-					}
-				}
-			}
-			fl.exports[w.onState] = export
-			fl.Options = append(fl.Options, export)
-		}
-		state, _ := fl.Value.(string)
-		on := state != "" && state != "Off" && slices.Contains(fl.onStates, state)
-		switch {
-		case fl.Type == "checkbox" && len(fl.onStates) <= 1:
-			fl.Value = on
-			fl.Options = nil
-		case on:
-			fl.Value = fl.exports[state]
-		case fl.Type == "checkbox":
-			fl.Value = false
-		default:
-			fl.Value = nil
-		}
-		fl.setState(state, on)
+		f.finishButton(fl)
 	case "signature":
 		fl.Value = nil
 	}
+}
+
+// finishChoice reads a choice field's /Opt: the export values, and the
+// display texts where they differ. A multiple-choice list's value is
+// always a list.
+func (f *form) finishChoice(fl *Field) {
+	d := f.doc
+	for _, o := range d.array(d.inherited(fl.widgets[0].ref, "/Opt")) {
+		if pair := d.array(o); len(pair) == 2 {
+			e, _ := d.text(pair[0])
+			l, _ := d.text(pair[1])
+			fl.Options = append(fl.Options, e)
+			fl.Labels = append(fl.Labels, l)
+			continue
+		}
+		s, _ := d.text(o)
+		fl.Options = append(fl.Options, s)
+		fl.Labels = append(fl.Labels, s)
+	}
+	if slices.Equal(fl.Options, fl.Labels) {
+		fl.Labels = nil
+	}
+	if fl.MultiSelect {
+		switch v := fl.Value.(type) {
+		case string:
+			fl.Value = []string{v}
+		case nil:
+			fl.Value = []string{}
+		}
+	}
+}
+
+// finishButton collects a button field's on states and their export
+// values, and turns its /V into users' terms: a check box with one on
+// state is true or false, other buttons their export value (or false for
+// a check box, null for a radio group, when off).
+func (f *form) finishButton(fl *Field) {
+	f.buttonStates(fl)
+	state, _ := fl.Value.(string)
+	on := state != "" && state != "Off" && slices.Contains(fl.onStates, state)
+	switch {
+	case fl.Type == "checkbox" && len(fl.onStates) <= 1:
+		fl.Value = on
+		fl.Options = nil
+	case on:
+		fl.Value = fl.exports[state]
+	case fl.Type == "checkbox":
+		fl.Value = false
+	default:
+		fl.Value = nil
+	}
+	fl.setState(state, on)
+}
+
+// buttonStates sets a button field's onStates (each widget's, once, in
+// widget order), exports and Options.
+func (f *form) buttonStates(fl *Field) {
+	d := f.doc
+	opt := d.array(d.inherited(fl.widgets[0].ref, "/Opt"))
+	fl.exports = map[string]string{}
+	for i, w := range fl.widgets {
+		if w.onState == "" || slices.Contains(fl.onStates, w.onState) {
+			continue
+		}
+		fl.onStates = append(fl.onStates, w.onState)
+		export := w.onState
+		if s, ok := optExport(d, opt, i, w.onState); ok {
+			export = s
+		}
+		fl.exports[w.onState] = export
+		fl.Options = append(fl.Options, export)
+	}
+}
+
+// optExport is the export value /Opt gives the on state of the i-th
+// widget. With /Opt the on-state names are indices (or the widget order
+// is), and /Opt holds the export values.
+func optExport(d *qdoc, opt []any, i int, onState string) (string, bool) {
+	if len(opt) == 0 {
+		return "", false
+	}
+	idx := i
+	if n, err := strconv.Atoi(onState); err == nil {
+		idx = n
+	}
+	if idx < 0 || idx >= len(opt) {
+		return "", false
+	}
+	return d.text(opt[idx])
 }
 
 // setState records the appearance state every widget of a button field
@@ -592,6 +696,123 @@ func (fl *Field) setState(state string, on bool) {
 			w.state = "Off"
 		}
 	}
+}
+
+// CodeDamagedField is the warning code of a field the form lists but that
+// cannot be read (not a dictionary, a missing object, widgets that cannot
+// be found): it is left out of the fields and of the flattened form.
+const CodeDamagedField = "damaged_field"
+
+// damagedFields walks the form's field tree (/AcroForm /Fields and /Kids)
+// and reports every entry qpdf could not make a field of: those it
+// dropped with a warning ("encountered a non-dictionary … ignoring") and
+// those it dropped without one (/Kids that is not a list). listed holds the
+// field and widget objects qpdf did list. The walk visits each object once
+// and keeps MaxProblems problems.
+func damagedFields(d *qdoc, listed map[string]bool) []limits.Problem {
+	af := d.dict(d.catalog()["/AcroForm"])
+	if af == nil {
+		return nil
+	}
+	fw := &fieldWalk{d: d, listed: listed, seen: map[string]bool{}}
+	fw.push(d.array(af["/Fields"]), "", 0)
+	for len(fw.todo) > 0 {
+		n := fw.todo[len(fw.todo)-1]
+		fw.todo = fw.todo[:len(fw.todo)-1]
+		fw.visit(n)
+	}
+	if fw.more > 0 || len(fw.out) > limits.MaxProblems+1 {
+		fw.out = limits.CapProblems(fw.out, fw.more)
+	}
+	return fw.out
+}
+
+// fieldWalk is damagedFields' walk: a stack of entries still to visit,
+// the objects visited, and the problems found (out, then a count of more).
+type fieldWalk struct {
+	d      *qdoc
+	listed map[string]bool
+	seen   map[string]bool
+	todo   []fieldNode
+	out    []limits.Problem
+	more   int
+}
+
+// fieldNode is an entry of the field tree still to visit.
+type fieldNode struct {
+	v      any
+	parent string // the parent's qualified name
+	depth  int
+}
+
+// push adds a list of entries to visit, last entry first: the walk
+// reports in document order.
+func (fw *fieldWalk) push(entries []any, parent string, depth int) {
+	for i := len(entries) - 1; i >= 0; i-- {
+		fw.todo = append(fw.todo, fieldNode{v: entries[i], parent: parent, depth: depth})
+	}
+}
+
+// report records a damaged entry, or counts it past MaxProblems.
+func (fw *fieldWalk) report(msg string) {
+	if len(fw.out) > limits.MaxProblems {
+		fw.more++
+		return
+	}
+	fw.out = append(fw.out, limits.Problem{Field: "pdf", Source: limits.SourceDocument, Code: CodeDamagedField,
+		Message: msg + "; it is left out of the form's fields and of the filled form"})
+}
+
+// visit checks one entry of the field tree and pushes its kids.
+func (fw *fieldWalk) visit(n fieldNode) {
+	d := fw.d
+	ref, isIndirect := isRef(n.v)
+	if isIndirect {
+		if fw.seen[ref] {
+			return
+		}
+		fw.seen[ref] = true
+	}
+	fd := d.dict(n.v)
+	if fd == nil {
+		fw.report(entryWhere(n, ref, isIndirect) + " is not a field (it is missing or not a dictionary)")
+		return
+	}
+	name := n.parent
+	if t, ok := d.text(fd["/T"]); ok {
+		if name != "" {
+			name += "."
+		}
+		name += t
+	}
+	kids, hasKids := fd["/Kids"]
+	switch {
+	case hasKids && d.array(kids) == nil:
+		fw.report(fmt.Sprintf("field %q has /Kids that are not a list, so its widgets cannot be found", name))
+	case hasKids && n.depth < 32:
+		fw.push(d.array(kids), name, n.depth+1)
+	case hasKids:
+		fw.report(fmt.Sprintf("field %q is nested more than 32 levels deep", name))
+	case isIndirect && !fw.listed[ref]:
+		if name == "" {
+			fw.report(entryWhere(n, ref, isIndirect) + " is a widget of no field")
+		} else {
+			fw.report(fmt.Sprintf("field %q (object %s) cannot be read", name, strings.TrimSuffix(ref, " R")))
+		}
+	}
+}
+
+// entryWhere names an entry of the field tree for a problem: where it is
+// listed and, for an object of its own, its object number.
+func entryWhere(n fieldNode, ref string, isIndirect bool) string {
+	where := "an entry of the field list"
+	if n.parent != "" {
+		where = fmt.Sprintf("a part of field %q", n.parent)
+	}
+	if isIndirect {
+		where += " (object " + strings.TrimSuffix(ref, " R") + ")"
+	}
+	return where
 }
 
 // b64 encodes stream data for qpdf's JSON.

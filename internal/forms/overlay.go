@@ -9,12 +9,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/outprint/outprint/internal/markdown"
+	"github.com/outprint/outprint/internal/script"
 )
 
 // This file typesets the values: one overlay page per form page that shows
 // a value, drawn by XeLaTeX with the Markdown renderer's fonts and font
-// fallback (markdown.SplitRuns picks a font that has each character's
+// fallback (script.SplitRuns picks a font that has each character's
 // glyph, WriteRuns marks right-to-left stretches for TeX--XeT), so that a
 // value in any script comes out with the right glyphs in reading order from
 // embedded fonts, whatever font the form names. qpdf then lays each overlay
@@ -36,7 +36,7 @@ import (
 // and each font without fontspec's feature probing, which halved the TeX
 // CPU of a fill in five scripts (bench/forms). Sizes come from scaling the
 // set text (\scalebox), which a PDF viewer cannot tell from a font size.
-func overlayPreamble(sc markdown.Scripts) string {
+func overlayPreamble(sc script.Set) string {
 	var b strings.Builder
 	b.WriteString(`\documentclass[10pt]{article}
 \usepackage{color}
@@ -44,7 +44,7 @@ func overlayPreamble(sc markdown.Scripts) string {
 \csname endofdump\endcsname
 \font\opmain="Noto Sans" at 10pt
 `)
-	if sc&(markdown.ScriptArabic|markdown.ScriptHebrew) != 0 {
+	if sc&(script.Arabic|script.Hebrew) != 0 {
 		b.WriteString("\\TeXXeTstate=1\n")
 	}
 	for _, key := range fallbackKeys() {
@@ -132,7 +132,8 @@ func overlayBody(f *form, pages []overlayPage) string {
 	return b.String()
 }
 
-// writeItem writes one widget's \opat.
+// writeItem writes one widget's \opat: the box turned by the widget's
+// /MK /R, its background and border, then its value.
 func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 	w := it.w
 	x0, y0 := w.rect[0]-pg.media[0], w.rect[1]-pg.media[1]
@@ -140,14 +141,46 @@ func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 	if rw <= 0 || rh <= 0 {
 		return
 	}
-	angle := 0
-	if r, ok := f.doc.number(w.mk["/R"]); ok {
-		angle = ((int(r) % 360) + 360) % 360 / 90 * 90
+	angle := widgetAngle(f, w)
+	bw, bh, px, py := turnedBox(x0, y0, rw, rh, angle)
+	var c strings.Builder
+	if it.decor {
+		writeDecor(&c, f, w, bw, bh)
 	}
-	// The box before turning, and where its corner goes so that the turned
-	// box covers the rectangle.
-	bw, bh := rw, rh
-	px, py := x0, y0
+	size, color := parseDA(w.da)
+	border := 0.0
+	if it.decor && pdfColor(f.doc.numbers(w.mk["/BC"])) != "" {
+		border = borderWidth(f, w)
+	}
+	pad := 2 + border
+	if pad*2 >= min(bw, bh) {
+		pad = min(bw, bh) / 8
+	}
+	if color == "" {
+		color = `\color[gray]{0}`
+	}
+	writeValue(&c, it, itemBox{w: bw, h: bh, pad: pad, size: size, color: color})
+	if c.Len() == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\\opat{%s}{%s}{%d}{%s}%%\n", num(px), num(py), angle, c.String())
+}
+
+// widgetAngle is the widget's /MK /R rounded down to a quarter turn in
+// [0, 360): a form may give any multiple of 90, negative or over a turn.
+func widgetAngle(f *form, w *widget) int {
+	if r, ok := f.doc.number(w.mk["/R"]); ok {
+		return ((int(r) % 360) + 360) % 360 / 90 * 90
+	}
+	return 0
+}
+
+// turnedBox is the box before turning by angle (bw×bh) and where its
+// corner goes (px, py) so that the turned box covers the rw×rh rectangle
+// at x0, y0.
+func turnedBox(x0, y0, rw, rh float64, angle int) (bw, bh, px, py float64) {
+	bw, bh = rw, rh
+	px, py = x0, y0
 	switch angle {
 	case 90:
 		bw, bh = rh, rw
@@ -158,81 +191,111 @@ func writeItem(b *strings.Builder, f *form, pg page, it overlayItem) {
 		bw, bh = rh, rw
 		py = y0 + rh
 	}
-	var c strings.Builder
-	if it.decor {
-		if col := pdfColor(f.doc.numbers(w.mk["/BG"])); col != "" {
-			fmt.Fprintf(&c, "{%s\\opfill{%s}{%s}}", col, num(bw), num(bh))
+	return bw, bh, px, py
+}
+
+// borderWidth is the widget's /BS /W, 1 when it gives none (the PDF
+// default).
+func borderWidth(f *form, w *widget) float64 {
+	if v, ok := f.doc.number(w.bs["/W"]); ok {
+		return v
+	}
+	return 1.0
+}
+
+// writeDecor draws the widget's /MK background and border, for fields
+// whose appearance is drawn anew rather than kept from the form.
+func writeDecor(c *strings.Builder, f *form, w *widget, bw, bh float64) {
+	if col := pdfColor(f.doc.numbers(w.mk["/BG"])); col != "" {
+		fmt.Fprintf(c, "{%s\\opfill{%s}{%s}}", col, num(bw), num(bh))
+	}
+	if col := pdfColor(f.doc.numbers(w.mk["/BC"])); col != "" {
+		if lw := borderWidth(f, w); lw > 0 {
+			fmt.Fprintf(c, "{%s\\opframe{%s}{%s}{%s}}", col, num(bw), num(bh), num(lw))
 		}
-		if col := pdfColor(f.doc.numbers(w.mk["/BC"])); col != "" {
-			lw := 1.0
-			if v, ok := f.doc.number(w.bs["/W"]); ok {
-				lw = v
-			}
-			if lw > 0 {
-				fmt.Fprintf(&c, "{%s\\opframe{%s}{%s}{%s}}", col, num(bw), num(bh), num(lw))
-			}
-		}
 	}
-	size, color := parseDA(w.da)
-	border := 0.0
-	if it.decor && pdfColor(f.doc.numbers(w.mk["/BC"])) != "" {
-		border = 1
-		if v, ok := f.doc.number(w.bs["/W"]); ok {
-			border = v
-		}
-	}
-	pad := 2 + border
-	if pad*2 >= min(bw, bh) {
-		pad = min(bw, bh) / 8
-	}
-	if color == "" {
-		color = `\color[gray]{0}`
-	}
+}
+
+// itemBox is the unturned box a value is set in: its size, the padding
+// inside its border, and the font size (0: fit) and colour of /DA.
+type itemBox struct {
+	w, h, pad float64
+	size      float64
+	color     string
+}
+
+// writeValue sets an item's value in its box, in the form the field
+// shows it: a check mark, a comb of cells, a paragraph or one line.
+func writeValue(c *strings.Builder, it overlayItem, box itemBox) {
 	switch {
 	case it.mark:
-		s := size
-		if s == 0 || s > bh*0.8 {
-			s = min(bw, bh) * 0.7
-		}
-		fmt.Fprintf(&c, "{%s\\opcenter{%s}{%s}{%s}{%s}}", color, num(bw), num(bh), num(s*0.8), runs(it.text))
+		writeMark(c, it, box)
 	case it.text == "":
 	case it.fl != nil && it.fl.comb && !it.lines:
-		n := it.fl.MaxLen
-		cell := bw / float64(n)
-		if size == 0 {
-			size = min(12, (bh-2*pad)/1.15, cell*1.3)
-		}
-		size = max(size, 1)
-		by := (bh-0.72*size)/2 + 0.01
-		fmt.Fprintf(&c, "{%s\\makebox[0pt][l]{\\raisebox{%sbp}[0pt][0pt]{", color, num(by))
-		for _, g := range graphemes(it.text) {
-			fmt.Fprintf(&c, "\\makebox[%sbp][c]{\\scalebox{%s}{\\opmain %s}}", num(cell), scale(size), runs(g))
-		}
-		c.WriteString("}}}")
+		writeComb(c, it, box)
 	case it.lines:
-		if size == 0 {
-			size = min(10, max(bh-2*pad, 1))
-		}
-		text := fitText(it.text, bw-2*pad, bh-2*pad, true)
-		size = fitSize(text, size, bw-2*pad, bh-2*pad, true)
-		align := [3]string{`\raggedright`, `\centering`, `\raggedleft`}[quad(it)]
-		fmt.Fprintf(&c, "{%s\\opmulti{%s}{%s}{%s}{%s}{%s}{%s}{%s\\hbadness=10000\\relax %s}}",
-			color, num(bw-2*pad), num(bh-2*pad), num(pad), num(bh-pad), scale(size), num((bw-2*pad)*10/max(size, 0.5)), align, paragraph(text))
+		writeLines(c, it, box)
 	default:
-		if size == 0 {
-			size = min(12, max((bh-2*pad)/1.2, 1))
-		}
-		text := fitText(oneLine(it.text), bw-2*pad, bh-2*pad, false)
-		size = fitSize(text, size, bw-2*pad, bh-2*pad, false)
-		by := (bh-0.72*size)/2 + 0.0
-		fmt.Fprintf(&c, "{%s\\opone{%s}{%s}{%s}{%s}{%s}{%s}{%s}}",
-			color, num(bw-2*pad), num(bh-2*pad+0.5*size), num(pad), num(by), [3]string{"l", "c", "r"}[quad(it)],
-			scale(size), runs(text))
+		writeOneLine(c, it, box)
 	}
-	if c.Len() == 0 {
-		return
+}
+
+// writeMark draws a check mark or bullet centred in the box, at /DA's
+// size unless that is automatic or taller than the box.
+func writeMark(c *strings.Builder, it overlayItem, box itemBox) {
+	bw, bh := box.w, box.h
+	s := box.size
+	if s == 0 || s > bh*0.8 {
+		s = min(bw, bh) * 0.7
 	}
-	fmt.Fprintf(b, "\\opat{%s}{%s}{%d}{%s}%%\n", num(px), num(py), angle, c.String())
+	fmt.Fprintf(c, "{%s\\opcenter{%s}{%s}{%s}{%s}}", box.color, num(bw), num(bh), num(s*0.8), runs(it.text))
+}
+
+// writeComb sets a comb field's text one grapheme per cell, MaxLen cells
+// across the box.
+func writeComb(c *strings.Builder, it overlayItem, box itemBox) {
+	bw, bh, pad, size := box.w, box.h, box.pad, box.size
+	n := it.fl.MaxLen
+	cell := bw / float64(n)
+	if size == 0 {
+		size = min(12, (bh-2*pad)/1.15, cell*1.3)
+	}
+	size = max(size, 1)
+	by := (bh-0.72*size)/2 + 0.01
+	fmt.Fprintf(c, "{%s\\makebox[0pt][l]{\\raisebox{%sbp}[0pt][0pt]{", box.color, num(by))
+	for _, g := range graphemes(it.text) {
+		fmt.Fprintf(c, "\\makebox[%sbp][c]{\\scalebox{%s}{\\opmain %s}}", num(cell), scale(size), runs(g))
+	}
+	c.WriteString("}}}")
+}
+
+// writeLines sets a multiline field's text as a paragraph, cut and sized
+// to fit the box, aligned by the field's /Q.
+func writeLines(c *strings.Builder, it overlayItem, box itemBox) {
+	bw, bh, pad, size := box.w, box.h, box.pad, box.size
+	if size == 0 {
+		size = min(10, max(bh-2*pad, 1))
+	}
+	text := fitText(it.text, bw-2*pad, bh-2*pad, true)
+	size = fitSize(text, size, bw-2*pad, bh-2*pad, true)
+	align := [3]string{`\raggedright`, `\centering`, `\raggedleft`}[quad(it)]
+	fmt.Fprintf(c, "{%s\\opmulti{%s}{%s}{%s}{%s}{%s}{%s}{%s\\hbadness=10000\\relax %s}}",
+		box.color, num(bw-2*pad), num(bh-2*pad), num(pad), num(bh-pad), scale(size), num((bw-2*pad)*10/max(size, 0.5)), align, paragraph(text))
+}
+
+// writeOneLine sets a one-line field's text on one line, cut and sized to
+// fit the box, centred vertically and aligned by the field's /Q.
+func writeOneLine(c *strings.Builder, it overlayItem, box itemBox) {
+	bw, bh, pad, size := box.w, box.h, box.pad, box.size
+	if size == 0 {
+		size = min(12, max((bh-2*pad)/1.2, 1))
+	}
+	text := fitText(oneLine(it.text), bw-2*pad, bh-2*pad, false)
+	size = fitSize(text, size, bw-2*pad, bh-2*pad, false)
+	by := (bh-0.72*size)/2 + 0.0
+	fmt.Fprintf(c, "{%s\\opone{%s}{%s}{%s}{%s}{%s}{%s}{%s}}",
+		box.color, num(bw-2*pad), num(bh-2*pad+0.5*size), num(pad), num(by), [3]string{"l", "c", "r"}[quad(it)],
+		scale(size), runs(text))
 }
 
 // minTextSize is the smallest font size a value is set in; text that would
@@ -295,50 +358,50 @@ func scale(size float64) string { return num(max(size, 0.5) / 10) }
 // script group that loads it.
 type overlayFont struct {
 	spec        string
-	scripts     markdown.Scripts
+	scripts     script.Set
 	breakLocale string
 }
 
-// overlayFonts are the fonts of markdown's fallback chain (the keys its
+// overlayFonts are the fonts of script's fallback chain (the keys its
 // SplitRuns returns), as XeTeX \font specs: the same families, the script
-// for HarfBuzz where markdown gives fontspec Script=. Arabic is tex's
-// copy of Noto Naskh Arabic, by file name, as in markdown: its text layer
+// for HarfBuzz where script gives fontspec Script=. Arabic is tex's
+// copy of Noto Naskh Arabic, by file name, as in script: its text layer
 // copies as letters.
 var overlayFonts = map[string]overlayFont{
-	"cjk":        {spec: "Noto Serif CJK JP", scripts: markdown.ScriptCJK, breakLocale: "ja"},
-	"arabic":     {spec: "[OutprintNaskhArabic-Regular.ttf]:script=arab", scripts: markdown.ScriptArabic},
-	"hebrew":     {spec: "Noto Sans Hebrew:script=hebr", scripts: markdown.ScriptHebrew},
-	"devanagari": {spec: "Noto Sans Devanagari:script=dev2", scripts: markdown.ScriptDevanagari},
-	"thai":       {spec: "Noto Sans Thai:script=thai", scripts: markdown.ScriptThai, breakLocale: "th"},
-	"math":       {spec: "Noto Sans Math", scripts: markdown.ScriptSymbols},
-	"symbols":    {spec: "Noto Sans Symbols", scripts: markdown.ScriptSymbols},
-	"symbolstwo": {spec: "Noto Sans Symbols2", scripts: markdown.ScriptSymbols},
-	"emoji":      {spec: "Symbola", scripts: markdown.ScriptEmoji},
+	"cjk":        {spec: "Noto Serif CJK JP", scripts: script.CJK, breakLocale: "ja"},
+	"arabic":     {spec: "[OutprintNaskhArabic-Regular.ttf]:script=arab", scripts: script.Arabic},
+	"hebrew":     {spec: "Noto Sans Hebrew:script=hebr", scripts: script.Hebrew},
+	"devanagari": {spec: "Noto Sans Devanagari:script=dev2", scripts: script.Devanagari},
+	"thai":       {spec: "Noto Sans Thai:script=thai", scripts: script.Thai, breakLocale: "th"},
+	"math":       {spec: "Noto Sans Math", scripts: script.Symbols},
+	"symbols":    {spec: "Noto Sans Symbols", scripts: script.Symbols},
+	"symbolstwo": {spec: "Noto Sans Symbols2", scripts: script.Symbols},
+	"emoji":      {spec: "Symbola", scripts: script.Emoji},
 	// Korean is the CJK font without ICU's break-anywhere locale: it
 	// breaks between words, at spaces.
-	"korean":    {spec: "Noto Serif CJK JP", scripts: markdown.ScriptCJK},
-	"bengali":   {spec: "Noto Serif Bengali:script=bng2", scripts: markdown.ScriptIndic},
-	"tamil":     {spec: "Noto Serif Tamil:script=tml2", scripts: markdown.ScriptIndic},
-	"malayalam": {spec: "Noto Serif Malayalam:script=mlm2", scripts: markdown.ScriptIndic},
-	"kannada":   {spec: "Noto Serif Kannada:script=knd2", scripts: markdown.ScriptIndic},
-	"telugu":    {spec: "Noto Serif Telugu:script=tel2", scripts: markdown.ScriptIndic},
-	"gujarati":  {spec: "Noto Serif Gujarati:script=gjr2", scripts: markdown.ScriptIndic},
-	"gurmukhi":  {spec: "Noto Serif Gurmukhi:script=gur2", scripts: markdown.ScriptIndic},
-	"oriya":     {spec: "Noto Sans Oriya:script=ory2", scripts: markdown.ScriptIndic},
-	"sinhala":   {spec: "Noto Serif Sinhala:script=sinh", scripts: markdown.ScriptIndic},
-	"khmer":     {spec: "Noto Serif Khmer:script=khmr", scripts: markdown.ScriptWorld, breakLocale: "km"},
-	"lao":       {spec: "Noto Serif Lao:script=lao", scripts: markdown.ScriptWorld, breakLocale: "lo"},
-	"myanmar":   {spec: "Noto Serif Myanmar:script=mym2", scripts: markdown.ScriptWorld, breakLocale: "my"},
-	"tibetan":   {spec: "Noto Serif Tibetan:script=tibt", scripts: markdown.ScriptWorld},
-	"georgian":  {spec: "Noto Serif Georgian:script=geor", scripts: markdown.ScriptWorld},
-	"armenian":  {spec: "Noto Serif Armenian:script=armn", scripts: markdown.ScriptWorld},
-	"ethiopic":  {spec: "Noto Serif Ethiopic:script=ethi", scripts: markdown.ScriptWorld},
+	"korean":    {spec: "Noto Serif CJK JP", scripts: script.CJK},
+	"bengali":   {spec: "Noto Serif Bengali:script=bng2", scripts: script.Indic},
+	"tamil":     {spec: "Noto Serif Tamil:script=tml2", scripts: script.Indic},
+	"malayalam": {spec: "Noto Serif Malayalam:script=mlm2", scripts: script.Indic},
+	"kannada":   {spec: "Noto Serif Kannada:script=knd2", scripts: script.Indic},
+	"telugu":    {spec: "Noto Serif Telugu:script=tel2", scripts: script.Indic},
+	"gujarati":  {spec: "Noto Serif Gujarati:script=gjr2", scripts: script.Indic},
+	"gurmukhi":  {spec: "Noto Serif Gurmukhi:script=gur2", scripts: script.Indic},
+	"oriya":     {spec: "Noto Sans Oriya:script=ory2", scripts: script.Indic},
+	"sinhala":   {spec: "Noto Serif Sinhala:script=sinh", scripts: script.Indic},
+	"khmer":     {spec: "Noto Serif Khmer:script=khmr", scripts: script.World, breakLocale: "km"},
+	"lao":       {spec: "Noto Serif Lao:script=lao", scripts: script.World, breakLocale: "lo"},
+	"myanmar":   {spec: "Noto Serif Myanmar:script=mym2", scripts: script.World, breakLocale: "my"},
+	"tibetan":   {spec: "Noto Serif Tibetan:script=tibt", scripts: script.World},
+	"georgian":  {spec: "Noto Serif Georgian:script=geor", scripts: script.World},
+	"armenian":  {spec: "Noto Serif Armenian:script=armn", scripts: script.World},
+	"ethiopic":  {spec: "Noto Serif Ethiopic:script=ethi", scripts: script.World},
 }
 
-// fallbackKeys are the font keys markdown's runs use, from its vocabulary.
+// fallbackKeys are the font keys script's runs use, from its vocabulary.
 func fallbackKeys() []string {
 	var keys []string
-	for _, m := range markdown.FontMacros() {
+	for _, m := range script.FontMacros() {
 		if k, ok := strings.CutPrefix(m, `\opfont`); ok {
 			keys = append(keys, k)
 		}
@@ -405,7 +468,7 @@ func pdfColor(c []float64) string {
 // becomes a TeX command.
 func runs(s string) string {
 	var b strings.Builder
-	markdown.WriteRuns(&b, markdown.SplitRuns(s), texEscape)
+	script.WriteRuns(&b, script.SplitRuns(s), texEscape)
 	return b.String()
 }
 

@@ -1,11 +1,10 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
-	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/httperr"
 )
 
 // The operators' console: River's own web console (riverui, mounted by
@@ -54,29 +53,15 @@ type AdminAuthenticator interface {
 	LookupAdmin(bearer string) (user string, admin, ok bool)
 }
 
-// forbiddenError is a 403 (CodeForbidden) with the text the client reads.
-type forbiddenError struct{ message string }
-
-func (e *forbiddenError) Error() string { return "forbidden: " + e.message }
-
 var (
-	errNotAdmin = &forbiddenError{"this API key is not an admin key (auth.apiKeys[].admin)"}
+	errNotAdmin = httperr.Forbidden("this API key is not an admin key (auth.apiKeys[].admin)")
 	// errAnonymousConsole answers anonymous mode (no API keys
 	// configured): there is no key to send, so the operator must opt in.
-	errAnonymousConsole = &forbiddenError{"the console needs an admin API key; with no API keys configured, " +
-		"set admin.allowAnonymous: true to open it to anonymous loopback requests"}
-	errConsoleReadOnly = &forbiddenError{"the console is read-only for jobs: cancel a job with DELETE /v1/jobs/{id}; " +
-		"only pausing and resuming queues is allowed here"}
+	errAnonymousConsole = httperr.Forbidden("the console needs an admin API key; with no API keys configured, " +
+		"set admin.allowAnonymous: true to open it to anonymous loopback requests")
+	errConsoleReadOnly = httperr.Forbidden("the console is read-only for jobs: cancel a job with DELETE /v1/jobs/{id}; " +
+		"only pausing and resuming queues is allowed here")
 )
-
-// adminAnswer maps the console's errors to their answers.
-func adminAnswer(err error) (status int, problems []limits.Problem, retryAfter int, ok bool) {
-	var fe *forbiddenError
-	if errors.As(err, &fe) {
-		return http.StatusForbidden, []limits.Problem{{Source: limits.SourceAuth, Code: CodeForbidden, Message: fe.message}}, 0, true
-	}
-	return 0, nil, 0, false
-}
 
 // consoleRoutes mounts the console when one is configured; without one
 // the paths are unknown endpoints (404).
@@ -97,8 +82,7 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := s.authorizeConsole(r); err != nil {
-		var ae *authError
-		if errors.As(err, &ae) {
+		if err == errNoCredentials || err == errUnknownKey {
 			w.Header().Add("WWW-Authenticate", `Basic realm="outprint console", charset="UTF-8"`)
 			w.Header().Add("WWW-Authenticate", `Bearer realm="outprint"`)
 		}
@@ -113,8 +97,8 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorizeConsole returns nil for an admin key (Bearer, or Basic with the
-// key as password), an authError (401) for none or an unknown one, and a
-// forbiddenError (403) for a valid key that is not admin and for anonymous
+// key as password), a 401 for none or an unknown one, and a 403 for a
+// valid key that is not admin and for anonymous
 // mode unless Console.Anonymous.
 func (s *Server) authorizeConsole(r *http.Request) error {
 	h := r.Header.Get("Authorization")

@@ -14,9 +14,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline/outlinetest"
+	"github.com/outprint/outprint/internal/testenv"
 )
 
 // adminKeys is an AdminAuthenticator over the job tests' keys: alice is
@@ -45,13 +47,13 @@ func (e *jobsEnv) riverRows() []riverRow {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		defer db.Close()
+		defer func() { _ = db.Close() }()
 		// River keeps JSON as SQLite's binary JSONB; json() gives the text.
 		rows, err := db.QueryContext(ctx, `SELECT kind, json(args), COALESCE(json(errors), ''), json(metadata) FROM river_job`)
 		if err != nil {
 			e.t.Fatalf("read river_job: %v", err)
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }()
 		for rows.Next() {
 			var r riverRow
 			if err := rows.Scan(&r.kind, &r.args, &r.errors, &r.metadata); err != nil {
@@ -68,7 +70,7 @@ func (e *jobsEnv) riverRows() []riverRow {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	rows, err := conn.Query(ctx, `SELECT kind, args::text, COALESCE(errors::text, ''), metadata::text FROM river_job`)
 	if err != nil {
 		e.t.Fatalf("read river_job: %v", err)
@@ -171,13 +173,13 @@ func TestConsole(t *testing.T) {
 			}
 			for _, path := range []string{ConsolePath + "/", ConsolePath + "/api/jobs?state=completed"} {
 				a := get("", path, nil)
-				a.wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+				a.wantError(t, http.StatusUnauthorized, httperr.CodeUnauthorized)
 				if ch := a.header.Values("WWW-Authenticate"); !slices.ContainsFunc(ch, func(c string) bool { return strings.HasPrefix(c, "Basic ") }) {
 					t.Errorf("GET %s without a key: WWW-Authenticate = %q, want a Basic challenge (browsers prompt)", path, ch)
 				}
-				get("wrong-key", path, nil).wantError(t, http.StatusUnauthorized, CodeUnauthorized)
-				get(keyBob, path, nil).wantError(t, http.StatusForbidden, CodeForbidden)
-				get("", path, func(r *http.Request) { r.SetBasicAuth("anyone", keyOscar) }).wantError(t, http.StatusForbidden, CodeForbidden)
+				get("wrong-key", path, nil).wantError(t, http.StatusUnauthorized, httperr.CodeUnauthorized)
+				get(keyBob, path, nil).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
+				get("", path, func(r *http.Request) { r.SetBasicAuth("anyone", keyOscar) }).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
 				if a := get(keyAlice, path, nil); a.status != http.StatusOK {
 					t.Errorf("GET %s as admin = %d %s, want 200", path, a.status, a.body)
 				}
@@ -240,10 +242,14 @@ func TestConsole(t *testing.T) {
 			}
 			// River finalizes its rows shortly after outprint's (its
 			// completer batches): read until the three jobs are there.
-			shown, ids := list()
-			for deadline := time.Now().Add(time.Minute); len(ids) < 4 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var (
+				shown []string
+				ids   map[string]string
+			)
+			testenv.EventuallyWithin(t, time.Minute, "River's rows of the jobs", func() bool {
 				shown, ids = list()
-			}
+				return len(ids) >= 4
+			})
 			if d, ok := ids[long.ID]; ok && !strings.Contains(d, limits.CodeTooManyPages) {
 				t.Errorf("console detail of the failed job does not name its code %s:\n%s", limits.CodeTooManyPages, d)
 			}
@@ -289,10 +295,10 @@ func TestConsole(t *testing.T) {
 				return a
 			}
 			for _, p := range []string{"/api/jobs/cancel", "/api/jobs/delete", "/api/jobs/retry"} {
-				act(keyAlice, http.MethodPost, ConsolePath+p, `{"job_ids":["1"]}`).wantError(t, http.StatusForbidden, CodeForbidden)
+				act(keyAlice, http.MethodPost, ConsolePath+p, `{"job_ids":["1"]}`).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
 			}
-			act(keyAlice, http.MethodPatch, ConsolePath+"/api/queues/outprint_render", `{}`).wantError(t, http.StatusForbidden, CodeForbidden)
-			act(keyBob, http.MethodPut, ConsolePath+"/api/queues/outprint_render/pause", `{}`).wantError(t, http.StatusForbidden, CodeForbidden)
+			act(keyAlice, http.MethodPatch, ConsolePath+"/api/queues/outprint_render", `{}`).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
+			act(keyBob, http.MethodPut, ConsolePath+"/api/queues/outprint_render/pause", `{}`).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
 			for _, action := range []string{"pause", "resume"} {
 				if a := act(keyAlice, http.MethodPut, ConsolePath+"/api/queues/outprint_render/"+action, `{}`); a.status != http.StatusOK {
 					t.Errorf("%s the render queue as admin = %d %s, want 200", action, a.status, a.body)
@@ -326,10 +332,10 @@ func TestConsole(t *testing.T) {
 				status   int
 				code     string
 			}{
-				{closed, "", http.StatusForbidden, CodeForbidden},
-				{closed, keyAlice, http.StatusUnauthorized, CodeUnauthorized},
+				{closed, "", http.StatusForbidden, httperr.CodeForbidden},
+				{closed, keyAlice, http.StatusUnauthorized, httperr.CodeUnauthorized},
 				{open, "", http.StatusOK, ""},
-				{unmounted, keyAlice, http.StatusNotFound, CodeNotFound},
+				{unmounted, keyAlice, http.StatusNotFound, httperr.CodeNotFound},
 			} {
 				req, _ := http.NewRequest(http.MethodGet, tc.url+ConsolePath+"/api/jobs?state=completed", nil)
 				if tc.key != "" {

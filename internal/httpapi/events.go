@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/raster"
@@ -51,20 +52,28 @@ const CodeTooManyStreams = "too_many_streams"
 var errTooManyStreams = errors.New("too many event streams")
 
 // webAnswer maps the errors of the event stream and the page routes.
-func webAnswer(err error) (status int, problems []limits.Problem, retryAfter int, ok bool) {
-	if errors.Is(err, errTooManyStreams) {
-		return http.StatusTooManyRequests, []limits.Problem{{Source: limits.SourceService, Code: CodeTooManyStreams,
-			Message: "you have too many job event streams open; close one or poll GET /v1/jobs/{id}"}}, 5, true
+func webAnswer(err error) (httperr.Answer, bool) {
+	switch {
+	case errors.Is(err, errTooManyStreams):
+		a := httperr.One(http.StatusTooManyRequests, limits.Problem{Source: limits.SourceService, Code: CodeTooManyStreams,
+			Message: "you have too many job event streams open; close one or poll GET /v1/jobs/{id}"})
+		a.RetryAfter = 5
+		return a, true
+	case errors.Is(err, jobs.ErrNoSuchPage):
+		return httperr.One(http.StatusNotFound, limits.Problem{Source: limits.SourceRequest, Code: httperr.CodeNotFound,
+			Message: "the result has no such page"}), true
+	case errors.Is(err, raster.ErrBusy):
+		// The drawing waited for a processor busier work had: not the
+		// page's fault, and not remembered (jobs.Thumbnail).
+		a := httperr.One(http.StatusTooManyRequests, limits.Problem{Source: limits.SourceService, Code: limits.CodeBusy,
+			Message: "the server is too busy to draw the page now; retry later"})
+		a.RetryAfter = 5
+		return a, true
+	case errors.Is(err, raster.ErrTooCostly):
+		return httperr.One(http.StatusRequestEntityTooLarge, limits.Problem{Source: limits.SourceService, Code: limits.CodeResource,
+			Message: "the page is too costly to draw as a thumbnail; download the PDF"}), true
 	}
-	if errors.Is(err, jobs.ErrNoSuchPage) {
-		return http.StatusNotFound, []limits.Problem{{Source: limits.SourceRequest, Code: CodeNotFound,
-			Message: "the result has no such page"}}, 0, true
-	}
-	if errors.Is(err, raster.ErrTooCostly) {
-		return http.StatusRequestEntityTooLarge, []limits.Problem{{Source: limits.SourceService, Code: limits.CodeResource,
-			Message: "the page is too costly to draw as a thumbnail; download the PDF"}}, 0, true
-	}
-	return 0, nil, 0, false
+	return httperr.Answer{}, false
 }
 
 // streamCounter bounds the event streams per tenant and user.
@@ -98,7 +107,7 @@ func (c *streamCounter) release(key string) {
 
 // jobEvent is the data of one event.
 type jobEvent struct {
-	jobView
+	jobs.View
 	// QueuePosition is the job's place in line while it is queued (1:
 	// next), 0 otherwise.
 	QueuePosition int `json:"queuePosition"`
@@ -117,8 +126,12 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	id := r.PathValue("id")
-	job, err := s.cfg.Jobs.Get(ctx, c.tenant, id)
+	job, err := s.cfg.Jobs.Get(ctx, c.tenant, r.PathValue("id"))
+	if err == nil {
+		// Another user's job is 404 here as on GET /v1/jobs/{id}
+		// (issue 24: the stream checked the tenant only).
+		err = c.mayRead(job)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -139,7 +152,15 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.streams.release(key)
+	s.stream(w, r, c, job, pos, last)
+}
 
+// stream sends the events of job, whose queue position is pos, to a
+// client that saw the event last (its Last-Event-ID), until the job ends,
+// the client leaves or reading the job fails (the client reconnects and
+// resumes).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c caller, job jobs.Job, pos int, last string) {
+	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	// The stream outlives the server's write timeout by design.
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -160,7 +181,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	defer beat.Stop()
 	for {
 		if id := eventID(job, pos); id != last {
-			if err := writeEvent(w, id, jobEvent{jobView: newJobView(job), QueuePosition: pos}); err != nil {
+			if writeEvent(w, id, jobEvent{View: jobs.NewView(job), QueuePosition: pos}) != nil {
 				return
 			}
 			_ = rc.Flush()
@@ -180,22 +201,27 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			continue
 		case <-poll.C:
 		}
-		next, err := s.cfg.Jobs.Get(ctx, c.tenant, id)
-		if err == nil {
-			var p int
-			p, err = s.cfg.Jobs.QueuePosition(ctx, next)
-			if err == nil {
-				job, pos = next, p
-			}
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "job events: reload", "request_id", requestID(ctx), "job", id, "err", err)
-			}
-			// The client reconnects and resumes with Last-Event-ID.
+		var err error
+		if job, pos, err = s.reloadJob(ctx, c.tenant, job, pos); err != nil {
 			return
 		}
 	}
+}
+
+// reloadJob reads the job and its queue position again; on an error it
+// logs it (unless the client left) and returns it.
+func (s *Server) reloadJob(ctx context.Context, tenant string, job jobs.Job, pos int) (jobs.Job, int, error) {
+	next, err := s.cfg.Jobs.Get(ctx, tenant, job.ID)
+	if err == nil {
+		var p int
+		if p, err = s.cfg.Jobs.QueuePosition(ctx, next); err == nil {
+			return next, p, nil
+		}
+	}
+	if ctx.Err() == nil {
+		s.log.ErrorContext(ctx, "job events: reload", "request_id", httperr.RequestID(ctx), "job", job.ID, "err", err)
+	}
+	return job, pos, err
 }
 
 // writeEvent writes one "job" event. The data is one line of JSON (the
@@ -247,15 +273,19 @@ func thumbnailWidth(v string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxThumbnailWidth {
-		return 0, badRequest("width", fmt.Sprintf("width must be an integer from 1 to %d", maxThumbnailWidth))
+		return 0, httperr.BadRequest("width", fmt.Sprintf("width must be an integer from 1 to %d", maxThumbnailWidth))
 	}
 	return (n + thumbnailStep - 1) / thumbnailStep * thumbnailStep, nil
 }
 
 // jobPage is GET /v1/jobs/{id}/pages/{n}.png?width=N: page n of a
 // succeeded job's result as a PNG, drawn in a sandboxed process and cached
-// with the result (it expires with it). For an Outline job the reader must
-// still be allowed to download the document, as for the result itself.
+// with the result (it expires with it). The reader is checked before
+// anything is drawn: another user's job is 404 as its result is, and for
+// an Outline job the reader must still be allowed to download the
+// document. A drawing is work (issue 24): the reader is counted and the
+// drawing holds a place in the preview pool, never a render slot
+// (previewGate); a page drawn or refused before costs neither.
 func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	c, err := s.jobCaller(r)
 	if err != nil {
@@ -263,13 +293,13 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.Raster == nil {
-		s.writeError(w, r, errNotFound)
+		s.writeError(w, r, httperr.ErrNoEndpoint)
 		return
 	}
 	num, ok := strings.CutSuffix(r.PathValue("page"), ".png")
 	page, perr := strconv.Atoi(num)
 	if !ok || perr != nil || page < 1 {
-		s.writeError(w, r, errNotFound)
+		s.writeError(w, r, httperr.ErrNoEndpoint)
 		return
 	}
 	width, err := thumbnailWidth(r.URL.Query().Get("width"))
@@ -278,8 +308,18 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	id := r.PathValue("id")
-	png, job, err := s.cfg.Jobs.Thumbnail(ctx, c.tenant, id, page, width, s.cfg.Raster)
+	job, err := s.cfg.Jobs.Get(ctx, c.tenant, r.PathValue("id"))
+	if err == nil {
+		err = c.mayRead(job)
+	}
+	if err == nil && job.Source == jobs.SourceOutline {
+		err = s.checkDownload(r, job.OutlineDocumentID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	png, job, err := s.cfg.Jobs.Thumbnail(ctx, c.tenant, job.ID, page, width, s.cfg.Raster, s.previewGate(c.identity))
 	if err != nil {
 		if errors.Is(err, jobs.ErrNotReady) {
 			err = &notReadyJobError{state: job.State, err: err}
@@ -287,18 +327,27 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if job.Source == jobs.SourceOutline {
-		if err := s.checkDownload(r, job.OutlineDocumentID); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
 	h := w.Header()
 	h.Set("Content-Type", "image/png")
 	h.Set("Content-Length", strconv.Itoa(len(png)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		w.Write(png)
+		// The status is sent: a failed write is a client gone, with no one to tell.
+		_, _ = w.Write(png)
+	}
+}
+
+// previewGate admits the drawing of a page preview for the reader id: in
+// the preview pool of the capacity (worker.Capacity.Preview), which counts
+// the reader against admission.perUser (429 user_limit: one user cannot
+// run forty pdftoppm at once) and draws at most admission.previewSlots
+// pages at once (FIFO queue, maxWait: 429 busy), never in a render slot:
+// a preview is the least urgent work there is, and a render never waits
+// for one (issue 24). The same on serve and gateway, which both draw
+// previews.
+func (s *Server) previewGate(id identity) jobs.Gate {
+	return func(ctx context.Context, draw func(ctx context.Context) error) error {
+		return s.cfg.Capacity.Preview(ctx, id.admissionKey(), draw)
 	}
 }
 
@@ -324,8 +373,12 @@ func wantsHTML(r *http.Request) bool {
 // the cookie). When it is done within browserWait the PDF is the answer,
 // as for any client; otherwise the browser gets a small page that follows
 // the job and downloads the PDF when it is ready, instead of a connection
-// that hangs for as long as TeX runs.
+// that hangs for as long as TeX runs. Accepting the job fetches the
+// document's images from Outline's storage, which may be slow: when that
+// has not ended within browserWait, the page is sent at once and names
+// its job (or why there is none) at its end (issue 25, item 7).
 func (s *Server) outlineBrowser(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	c, err := s.jobCaller(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -337,22 +390,47 @@ func (s *Server) outlineBrowser(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer a.done()
-	in, err := s.outlineJob(r, a, r.PathValue("documentId"))
+	defer a.Done()
+	doc, err := s.outlineDocument(r, r.PathValue("documentId"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	in.Tenant, in.User = c.tenant, c.user
+	title := doc.Title
+	if title == "" {
+		title = "Untitled"
+	}
 	ctx := r.Context()
-	job, _, err := s.cfg.Jobs.Submit(ctx, in)
-	a.done() // accepted: waiting for the job holds no count
-	if err != nil {
-		s.writeError(w, r, err)
+	// The fetch and the submission run beside the wait below; this
+	// handler receives their end before it returns, whatever it answered.
+	done := make(chan accepted, 1)
+	go func() {
+		in, err := s.outlineInput(r, a, doc)
+		if err != nil {
+			done <- accepted{err: err}
+			return
+		}
+		in.Tenant, in.User = c.tenant, c.user
+		job, _, err := s.cfg.Jobs.Submit(ctx, in)
+		done <- accepted{job: job, err: err}
+	}()
+	timer := time.NewTimer(browserWait)
+	defer timer.Stop()
+	var acc accepted
+	select {
+	case acc = <-done:
+	case <-timer.C:
+		s.outlineBrowserLate(w, r, c, title, done)
 		return
 	}
-	s.log.InfoContext(ctx, "outline browser job", "request_id", requestID(ctx), "job", job.ID, "user", c.user, "tenant", c.tenant)
-	job, err = s.waitTerminal(ctx, c.tenant, job.ID, browserWait)
+	a.Done() // accepted: waiting for the job holds no count
+	if acc.err != nil {
+		s.writeError(w, r, acc.err)
+		return
+	}
+	job := acc.job
+	s.log.InfoContext(ctx, "outline browser job", "request_id", httperr.RequestID(ctx), "job", job.ID, "user", c.user, "tenant", c.tenant)
+	job, err = s.waitTerminal(ctx, c.tenant, job.ID, max(0, browserWait-time.Since(start)))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -360,17 +438,51 @@ func (s *Server) outlineBrowser(w http.ResponseWriter, r *http.Request) {
 	if job.State == jobs.StateSucceeded {
 		rc, job, err := s.cfg.Jobs.Result(ctx, c.tenant, job.ID)
 		if err == nil {
-			defer rc.Close()
+			defer func() { _ = rc.Close() }() // read only: its Close has nothing to report
 			s.writeResult(w, r, rc, job)
 			return
 		}
 	}
-	title := ""
-	if in.Outline != nil {
-		title = in.Outline.Title
-	}
-	if title == "" {
-		title = "Untitled"
-	}
 	s.cfg.Web.Progress(w, r, job.ID, title)
+}
+
+// accepted is how the acceptance of a browser's Outline job ended.
+type accepted struct {
+	job jobs.Job
+	err error
+}
+
+// outlineBrowserLate sends the progress page before the job is accepted
+// and ends it with the job's id, or with the error that refused it, once
+// done says. The status is 200 by then: a refusal shows on the page (its
+// first problem's message) and in the log.
+func (s *Server) outlineBrowserLate(w http.ResponseWriter, r *http.Request, c caller, title string, done <-chan accepted) {
+	ctx := r.Context()
+	end, err := s.cfg.Web.ProgressStart(w, r, title)
+	acc := <-done
+	if err != nil {
+		// Nothing reached the browser: it gets the answer it would
+		// have had without the page.
+		if acc.err == nil {
+			acc.err = err
+		}
+		s.writeError(w, r, acc.err)
+		return
+	}
+	if acc.err != nil {
+		ans := answerOf(acc.err)
+		msg := "The document could not be printed."
+		if len(ans.Problems) > 0 {
+			msg = ans.Problems[0].Message
+		}
+		s.log.InfoContext(ctx, "outline browser job refused after the page", "request_id", httperr.RequestID(ctx), "status", ans.Status, "err", acc.err)
+		if err := end("", msg); err != nil {
+			s.log.InfoContext(ctx, "outline browser page", "request_id", httperr.RequestID(ctx), "err", err)
+		}
+		return
+	}
+	s.log.InfoContext(ctx, "outline browser job", "request_id", httperr.RequestID(ctx), "job", acc.job.ID, "user", c.user, "tenant", c.tenant, "page_first", true)
+	if err := end(acc.job.ID, ""); err != nil {
+		s.log.InfoContext(ctx, "outline browser page", "request_id", httperr.RequestID(ctx), "err", err)
+	}
 }

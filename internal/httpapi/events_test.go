@@ -14,11 +14,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/outprint/outprint/internal/jobs"
@@ -69,7 +72,7 @@ func (e *jobsEnv) openEvents(who, id, lastID string) (int, *sseStream) {
 		e.t.Fatalf("events of %s: %v", id, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		cancel()
 		return resp.StatusCode, nil
 	}
@@ -83,7 +86,7 @@ func (e *jobsEnv) openEvents(who, id, lastID string) (int, *sseStream) {
 
 func (s *sseStream) close() {
 	s.cancel()
-	s.resp.Body.Close()
+	_ = s.resp.Body.Close()
 }
 
 // next reads the next event; ok is false at the end of the stream.
@@ -177,24 +180,24 @@ func TestJobEvents(t *testing.T) {
 			if status, _ := e.openEvents(keyAlice, first.ID, ""); status != http.StatusTooManyRequests {
 				t.Errorf("third stream of alice = %d, want 429", status)
 			}
-			if status, bob := e.openEvents(keyBob, first.ID, ""); status != http.StatusOK {
+			if status, bob := e.openEvents(keyBob, second.ID, ""); status != http.StatusOK {
 				t.Errorf("bob's stream while alice has two = %d, want 200", status)
 			} else {
 				bob.close()
 			}
+			// Another user of the same tenant learns nothing of alice's
+			// job (issue 24): 404 as on GET /v1/jobs/{id}.
+			if status, _ := e.openEvents(keyBob, first.ID, ""); status != http.StatusNotFound {
+				t.Errorf("bob's stream of alice's job = %d, want 404", status)
+			}
 			a1.close()
-			deadline := time.Now().Add(time.Minute)
-			for {
+			testenv.Eventually(t, "a stream closed by alice given back", func() bool {
 				status, a3 := e.openEvents(keyAlice, first.ID, "")
 				if status == http.StatusOK {
 					a3.close()
-					break
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("a stream closed by alice was never given back (status %d)", status)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return status == http.StatusOK
+			})
 			a2.close()
 			if status, _ := e.openEvents(keyOscar, second.ID, ""); status != http.StatusNotFound {
 				t.Errorf("another tenant's stream = %d, want 404", status)
@@ -239,8 +242,8 @@ func TestJobEvents(t *testing.T) {
 // bounded set, cached beside the result and deleted with it.
 func TestJobThumbnails(t *testing.T) {
 	hold := newStep()
-	e := newJobsEnv(t, jobsOptions{kind: "sqlite", web: true, ttl: 3 * time.Second,
-		hooks: &hookRenderer{after: func(ctx context.Context) { hold.wait(ctx) }}})
+	e := newJobsEnv(t, jobsOptions{kind: "sqlite", web: true,
+		hooks: &hookRenderer{after: func(ctx context.Context) { _ = hold.wait(ctx) }}}) // ctx ending ends the render: nothing to report
 	v := e.do(jsonBody(keyAlice, map[string]any{"markdown": longDoc("Thumbs", 3)}, nil)).view(t, http.StatusAccepted)
 	hold.await(t, "the end of the render")
 	e.do(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/pages/1.png", key: keyAlice}).
@@ -285,8 +288,17 @@ func TestJobThumbnails(t *testing.T) {
 	if a := e.do(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/pages/1.png", key: keyOscar}); a.status != http.StatusNotFound {
 		t.Errorf("another tenant's thumbnail = %d, want 404", a.status)
 	}
+	// Another user of the same tenant: 404 as for the result (issue 24),
+	// drawn or not.
+	for _, p := range []string{"2.png?width=150", "3.png"} {
+		a := e.do(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/pages/" + p, key: keyBob})
+		a.wantError(t, http.StatusNotFound, "not_found")
+		if bytes.HasPrefix(a.body, []byte("\x89PNG")) {
+			t.Errorf("bob got alice's page %s", p)
+		}
+	}
 	// The thumbnails expire with the result.
-	time.Sleep(time.Until(v.ExpiresAt) + 100*time.Millisecond)
+	e.clock.Advance(v.ExpiresAt.Sub(e.clock.Now()) + time.Second)
 	if _, err := e.svc.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -353,5 +365,153 @@ func TestOutlineBrowserProgress(t *testing.T) {
 	a := e.do(request{method: http.MethodGet, path: "/render/" + d.ID, cookie: jane.Token})
 	if a.status != http.StatusOK || a.header.Get("Content-Type") != "application/pdf" {
 		t.Errorf("non-browser GET /render = %d %s, want the PDF", a.status, a.header.Get("Content-Type"))
+	}
+}
+
+// TestOutlineBrowserPageBeforeImages: a browser opening /render/{id} for a
+// document whose image Outline's storage holds back gets the progress page
+// while the image is still held (issue 25, item 7): the page is read up to
+// its card before the test lets the image go. The page then names its job
+// at its end, and the job prints the document with the image; in Chromium
+// the page follows that job and downloads the PDF. An image that fails
+// after the page was sent ends the page with the refusal's message.
+func TestOutlineBrowserPageBeforeImages(t *testing.T) {
+	testenv.Require(t, "pdfinfo", "pdfimages")
+	e := newJobsEnv(t, jobsOptions{kind: "sqlite", outline: true, web: true})
+	jane := e.fake.AddUser(outlinetest.User{Name: "Jane Doe", Token: "tok.jane-secret-1"})
+	doc := func(hold chan struct{}) outlinetest.Document {
+		img := e.fake.AddAttachment(outlinetest.Attachment{Body: pngImage(t, 60, 40), Hold: hold})
+		return e.fake.AddDocument(outlinetest.Document{
+			Title: "Slow Images", Text: "A map follows.\n\n![Map](" + img + ")\n",
+			CreatedBy: outlinetest.Person{ID: jane.ID, Name: jane.Name},
+			Access:    map[string]outlinetest.Access{jane.ID: {Read: true, Download: true}},
+		})
+	}
+
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release)
+	d := doc(hold)
+	req, err := http.NewRequest(http.MethodGet, e.url+"/render/"+d.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	req.AddCookie(&http.Cookie{Name: outline.CookieName, Value: jane.Token})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		release()
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		release()
+		t.Fatalf("GET /render with the image held = %d %s, want 200 and the page", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	br := bufio.NewReader(resp.Body)
+	var sent strings.Builder
+	for !strings.Contains(sent.String(), "</main>") {
+		line, err := br.ReadString('\n')
+		sent.WriteString(line)
+		if err != nil {
+			release()
+			t.Fatalf("page before the image: %v after %q", err, sent.String())
+		}
+	}
+	if s := sent.String(); !strings.Contains(s, "Slow Images") || !strings.Contains(s, "Fetching the document") {
+		t.Errorf("page sent while the image is held = %q, want the title and that the images are being fetched", s)
+	}
+	release() // now the image arrives
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`id="late" data-job="([^"]+)" data-error=""`).FindSubmatch(rest)
+	if m == nil {
+		t.Fatalf("end of the page = %q, want the late element naming the job", rest)
+	}
+	v := e.waitState(jane.Token, string(m[1]), jobs.StateSucceeded)
+	a := e.do(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/result", cookie: jane.Token})
+	if a.status != http.StatusOK {
+		t.Fatalf("result = %d: %s", a.status, a.body)
+	}
+	pdf := filepath.Join(t.TempDir(), "slow.pdf")
+	if err := os.WriteFile(pdf, a.body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("pdfimages", "-list", pdf).CombinedOutput(); err != nil || strings.Count(string(out), "\n") < 3 {
+		t.Errorf("pdfimages -list of the result: %v\n%s, want the map", err, out)
+	}
+
+	// Storage fails after the page was sent: the page ends with the
+	// refusal, and no job.
+	hold3 := make(chan struct{})
+	release3 := sync.OnceFunc(func() { close(hold3) })
+	t.Cleanup(release3)
+	img := e.fake.AddAttachment(outlinetest.Attachment{Hold: hold3, StorageStatus: http.StatusInternalServerError})
+	broken := e.fake.AddDocument(outlinetest.Document{
+		Title: "Broken Image", Text: "![Map](" + img + ")\n",
+		CreatedBy: outlinetest.Person{ID: jane.ID, Name: jane.Name},
+		Access:    map[string]outlinetest.Access{jane.ID: {Read: true, Download: true}},
+	})
+	req3, err := http.NewRequest(http.MethodGet, e.url+"/render/"+broken.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req3.Header.Set("Accept", "text/html")
+	req3.AddCookie(&http.Cookie{Name: outline.CookieName, Value: jane.Token})
+	resp3, err := http.DefaultClient.Do(req3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp3.Body.Close() }()
+	br3 := bufio.NewReader(resp3.Body)
+	for line := ""; !strings.Contains(line, "</main>"); {
+		if line, err = br3.ReadString('\n'); err != nil {
+			t.Fatalf("page before the failing image: %v", err)
+		}
+	}
+	release3()
+	end, err := io.ReadAll(br3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`id="late" data-job="" data-error="([^"]+)"`).FindSubmatch(end); m == nil || !strings.Contains(string(m[1]), img) {
+		t.Errorf("end of the page after the image failed = %q, want no job and the image's problem naming %s", end, img)
+	}
+
+	// In Chromium: the page shows while the image is held, and once
+	// complete it follows the job it names at its end and downloads the
+	// PDF. (page.Navigate returns when the answer starts, chromedp.Navigate
+	// only at the page's load, after the image.)
+	hold2 := make(chan struct{})
+	release2 := sync.OnceFunc(func() { close(hold2) })
+	t.Cleanup(release2)
+	d2 := doc(hold2)
+	ctx := testenv.Browser(t)
+	downloads := t.TempDir()
+	testenv.AllowDownloads(t, ctx, downloads)
+	setCookie := chromedp.Action[chromedp.Void](func(ctx context.Context, _ *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Call(ctx, network.SetCookie, network.SetCookieParams{Name: outline.CookieName, Value: jane.Token, URL: e.url})
+		return chromedp.Void{}, err
+	})
+	open := chromedp.Action[chromedp.Void](func(ctx context.Context, _ *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Call(ctx, page.Navigate, page.NavigateParams{URL: e.url + "/render/" + d2.URLID})
+		return chromedp.Void{}, err
+	})
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(bctx, setCookie, open, chromedp.WaitVisible(chromedp.CSS("#status"))); err != nil {
+		t.Fatalf("open the document: %v", err)
+	}
+	status, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#status")))
+	if err != nil || !strings.Contains(status, "Fetching the document") {
+		t.Errorf("status while the image is held = %q (%v), want that the images are being fetched", status, err)
+	}
+	testenv.Screenshot(t, bctx, "outline-progress-fetching")
+	release2()
+	got := testenv.WaitFile(t, downloads, "*.pdf", time.Minute)
+	if out, err := exec.Command("pdfinfo", got).CombinedOutput(); err != nil || !strings.Contains(string(out), "Slow Images") {
+		t.Errorf("downloaded %s: pdfinfo %v\n%s", got, err, out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/jobs"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // Forms jobs: POST /v1/jobs with the parts pdf and values is a form to fill
@@ -32,8 +33,9 @@ func (s *Server) isFormUpload(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	// The body's deadline covers the peek too; the readers below set it
-	// again for the whole body.
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	// again for the whole body. A writer without deadlines
+	// (ErrNotSupported) reads without one.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	br := bufio.NewReaderSize(r.Body, 8<<10)
 	r.Body = struct {
 		io.Reader
@@ -50,16 +52,21 @@ func (s *Server) isFormUpload(w http.ResponseWriter, r *http.Request) bool {
 
 // formJob reads a forms job and checks it as acceptance does: the form is
 // read (by qpdf, sandboxed) and every value checked, so a bad form or bad
-// values are answered 422 before a job exists.
-func (s *Server) formJob(w http.ResponseWriter, r *http.Request) (jobs.Input, error) {
+// values are answered 422 before a job exists. The read runs under the
+// caller's ticket like the cheap checks of a Markdown job: in a check
+// place, within the check budget (worker.Ticket.CheckWith).
+func (s *Server) formJob(w http.ResponseWriter, r *http.Request, a *worker.Ticket) (jobs.Input, error) {
 	req, err := s.readFormRequest(w, r, true)
 	if err != nil {
 		return jobs.Input{}, err
 	}
-	if err := s.cfg.Forms.Check(r.Context(), req.pdf, req.values); err != nil {
+	err = a.CheckWith(r.Context(), "its form", func(ctx context.Context) error {
+		return s.cfg.Forms.Check(ctx, req.pdf, req.values)
+	})
+	if err != nil {
 		return jobs.Input{}, err
 	}
-	return jobs.Input{Name: "form.pdf", Form: &jobs.FormInput{PDF: req.pdf, Values: req.values}}, nil
+	return jobs.Input{Name: req.name + ".pdf", Form: &jobs.FormInput{PDF: req.pdf, Values: req.values}}, nil
 }
 
 // formJobRenderer runs forms jobs with a Filler and hands every other job

@@ -18,7 +18,7 @@ func formJobBody(key string, pdf []byte, values string, header map[string]string
 	mw := multipart.NewWriter(&buf)
 	add := func(name string, b []byte) {
 		w, _ := mw.CreateFormFile(name, name)
-		w.Write(b)
+		_, _ = w.Write(b) // into a bytes.Buffer: cannot fail
 	}
 	if valuesFirst {
 		add("values", []byte(values))
@@ -27,7 +27,7 @@ func formJobBody(key string, pdf []byte, values string, header map[string]string
 		add("pdf", pdf)
 		add("values", []byte(values))
 	}
-	mw.Close()
+	_ = mw.Close()
 	return request{method: http.MethodPost, path: "/v1/jobs", key: key, ctype: mw.FormDataContentType(), body: buf.Bytes(), header: header}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // envOptions shape one test server. The zero value is the embedded
@@ -50,7 +51,7 @@ type envOptions struct {
 	yaml string
 	// bodyTimeout is Config.BodyTimeout (0: the default).
 	bodyTimeout time.Duration
-	// checkBudget is Config.CheckBudget (0: the default).
+	// checkBudget is worker.Config.CheckBudget (0: the default).
 	checkBudget time.Duration
 	// tempDir is Config.TempDir ("": the default).
 	tempDir string
@@ -67,7 +68,7 @@ type testEnv struct {
 	adm *admission.Controller
 	reg *prometheus.Registry
 	// logs collects the JSON log lines.
-	logs *syncBuffer
+	logs *testenv.Buffer
 }
 
 func newEnv(t testing.TB, o envOptions) *testEnv {
@@ -93,7 +94,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 
 	cfg := loadConfig(t, o.keys)
 	if o.yaml != "" {
-		cfg = loadYAML(t, o.yaml)
+		cfg = testenv.LoadConfig(t, o.yaml)
 	}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
@@ -105,15 +106,13 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if o.wrap != nil {
 		r = o.wrap(pl)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	filler, err := forms.New(forms.Config{Timeout: o.limits.Timeout, MaxPages: o.limits.MaxPages, MaxPDFBytes: o.limits.MaxPDFBytes}, runner)
 	if err != nil {
 		t.Fatalf("forms.New: %v", err)
 	}
 	srv := mustServer(t, Config{
-		Pipeline:  pl,
-		Renderer:  r,
-		Admission: adm,
+		Capacity:  mustCapacity(t, worker.Config{Pipeline: pl, Renderer: r, Admission: adm, Observer: m, CheckBudget: o.checkBudget}),
 		Auth:      cfg,
 		Anonymous: cfg.Anonymous(),
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
@@ -122,7 +121,6 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		Forms:     filler,
 
 		BodyTimeout: o.bodyTimeout,
-		CheckBudget: o.checkBudget,
 		TempDir:     o.tempDir,
 	})
 	hs := httptest.NewServer(srv.Handler())
@@ -134,57 +132,16 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 // keys go into a YAML file as SHA-256 digests.
 func loadConfig(t testing.TB, keys map[string]string) *config.Config {
 	t.Helper()
-	path := ""
-	if len(keys) > 0 {
-		var b strings.Builder
-		b.WriteString("auth:\n  apiKeys:\n")
-		for key, who := range keys {
-			user, tenant, _ := strings.Cut(who, "/")
-			fmt.Fprintf(&b, "    - {user: %s, tenant: %s, sha256: %s}\n", user, tenant, config.KeyDigest(key))
-		}
-		path = filepath.Join(t.TempDir(), "outprint.yaml")
-		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if len(keys) == 0 {
+		return testenv.LoadConfig(t, "")
 	}
-	cfg, err := config.Load(path, nil)
-	if err != nil {
-		t.Fatalf("config.Load: %v", err)
+	var b strings.Builder
+	b.WriteString("auth:\n  apiKeys:\n")
+	for key, who := range keys {
+		user, tenant, _ := strings.Cut(who, "/")
+		fmt.Fprintf(&b, "    - {user: %s, tenant: %s, sha256: %s}\n", user, tenant, config.KeyDigest(key))
 	}
-	return cfg
-}
-
-// loadYAML loads a configuration file with the given text.
-func loadYAML(t testing.TB, yaml string) *config.Config {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "outprint.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path, nil)
-	if err != nil {
-		t.Fatalf("config.Load: %v", err)
-	}
-	return cfg
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent log
-// writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return testenv.LoadConfig(t, b.String())
 }
 
 // answer is one HTTP answer, read whole.
@@ -268,7 +225,7 @@ func do(ctx context.Context, req *http.Request) answer {
 	if err != nil {
 		return answer{err: err}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return answer{status: resp.StatusCode, header: resp.Header, body: body, err: err}
 }
@@ -319,14 +276,15 @@ func (e *testEnv) postMultipart(ctx context.Context, key string, document []byte
 		}
 		return w
 	}
-	part("document", "doc.md", "text/markdown").Write(document)
+	// The parts go to buf, a bytes.Buffer: the writes cannot fail.
+	_, _ = part("document", "doc.md", "text/markdown").Write(document)
 	if metadata != "" {
-		part("metadata", "", "application/json").Write([]byte(metadata))
+		_, _ = part("metadata", "", "application/json").Write([]byte(metadata))
 	}
 	for _, a := range assets {
-		part("asset", a.name, "application/octet-stream").Write(a.data)
+		_, _ = part("asset", a.name, "application/octet-stream").Write(a.data)
 	}
-	mw.Close()
+	_ = mw.Close()
 	req, err := http.NewRequest(http.MethodPost, e.url+"/v1/render", &buf)
 	if err != nil {
 		e.t.Fatal(err)
@@ -350,17 +308,7 @@ func (e *testEnv) get(ctx context.Context, path string) answer {
 // a broken test from hanging; nothing is asserted about time.
 func (e *testEnv) waitFor(what string, cond func(admission.Stats) bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		st := e.adm.Stats()
-		if cond(st) {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("waiting for %s: admission is %+v", what, st)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(e.t, what, func() bool { return cond(e.adm.Stats()) })
 }
 
 // wantIdle checks that every slot and user count was given back.
@@ -508,6 +456,20 @@ func mustServer(t testing.TB, cfg Config) *Server {
 	}
 	return s
 }
+
+// mustCapacity is worker.New for a configuration the test knows to be
+// valid.
+func mustCapacity(t testing.TB, cfg worker.Config) *worker.Capacity {
+	t.Helper()
+	c, err := worker.New(cfg)
+	if err != nil {
+		t.Fatalf("worker.New: %v", err)
+	}
+	return c
+}
+
+// Renderer is the Render stage tests wrap (gates, fault injection).
+type Renderer = worker.Renderer
 
 // mustAdmission is admission.New for bounds the test knows to be valid.
 func mustAdmission(t testing.TB, cfg admission.Config) *admission.Controller {

@@ -11,33 +11,30 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // The job routes (SPEC §5 "Jobs"): a render that does not hold a
-// connection open. Acceptance runs the same cheap checks as POST
-// /v1/render (size, Binding, math) and fetches and validates the images,
-// so that a broken document is refused with its 4xx at once instead of
-// becoming a failed job. What passes is stored with the job
-// (jobs.Service.Submit) before the 202 answer: the Markdown, the metadata
-// and the bytes of every image the document references, uploaded or
-// fetched — for Outline documents with the reader's cookie, which is
-// never stored. The worker renders from those bytes alone.
+// connection open. A job touches this package twice: at submit, where the
+// body is read and acceptance (jobs.Prepare: the cheap checks and the
+// images, under the caller's ticket) runs before jobs.Service.Submit
+// stores it, and when it is shown (jobs.View). Its work is worker.Jobs'.
 //
 // Callers are identified as on /v1/render (API key, or "local" in
 // anonymous mode) or, with Outline configured and no Authorization
 // header, by Outline's accessToken cookie (user = Outline's user id,
 // tenant = the team). Jobs belong to the user who submitted them within
 // their tenant (Outline jobs: to the team, see mayRead): another user's or
-// another tenant's job is 404, never 403, so ids cannot be probed. Idempotency keys stay scoped to the tenant; a
-// key first used by a colleague answers 409 idempotency_mismatch.
+// another tenant's job is 404, never 403, so ids cannot be probed.
+// Idempotency keys stay scoped to the tenant; a key first used by a
+// colleague answers 409 idempotency_mismatch.
 //
 // Every answer of these routes carries no-store (a job's state changes
 // and belongs to one caller) and nosniff (outprint may be mounted on
@@ -56,7 +53,7 @@ const (
 const quotaRetry = 30
 
 // jobsPath is the collection of jobs; a job is jobsPath/{id}.
-const jobsPath = "/v1/jobs"
+const jobsPath = jobs.Path
 
 // jobRoutes registers the job routes on mux when a job service is
 // configured.
@@ -83,32 +80,15 @@ func (s *Server) jobRoutes(mux *http.ServeMux) {
 	}))
 }
 
-// methods is method for routes with more than one method: 405 with the
-// error list and an Allow header for any other (GET also accepts HEAD).
+// methods is s.ans.Methods for the job routes, whose every answer
+// carries no-store (a job's state changes and belongs to one caller) and
+// nosniff (outprint may be mounted on Outline's origin).
 func methods(s *Server, hs map[string]http.HandlerFunc) http.Handler {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-		if hs[m] != nil {
-			allow = append(allow, m)
-			if m == http.MethodGet {
-				allow = append(allow, http.MethodHead)
-			}
-		}
-	}
-	allowed := strings.Join(allow, ", ")
+	h := s.ans.Methods(hs)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		m := r.Method
-		if m == http.MethodHead {
-			m = http.MethodGet
-		}
-		if h := hs[m]; h != nil {
-			h(w, r)
-			return
-		}
-		w.Header().Set("Allow", allowed)
-		s.writeError(w, r, errMethod)
+		h.ServeHTTP(w, r)
 	})
 }
 
@@ -178,7 +158,7 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer a.done()
+	defer a.Done()
 	if err := s.cfg.Jobs.CheckQuota(r.Context(), c.tenant, max(r.ContentLength, 0)); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -204,11 +184,11 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusAccepted
 		s.obs.JobAccepted()
-		s.log.InfoContext(r.Context(), "job accepted", "request_id", requestID(r.Context()), "job", job.ID,
+		s.log.InfoContext(r.Context(), "job accepted", "request_id", httperr.RequestID(r.Context()), "job", job.ID,
 			"user", c.user, "tenant", c.tenant, "source", job.Source, "images", len(in.Assets))
 	}
-	w.Header().Set("Location", jobLink(job.ID))
-	writeJSON(w, status, newJobView(job))
+	w.Header().Set("Location", jobs.Link(job.ID))
+	httperr.WriteJSON(w, status, jobs.NewView(job))
 }
 
 // jobBody is the JSON body of POST /v1/jobs: that of /v1/render, or an
@@ -230,7 +210,7 @@ type jobBody struct {
 // readJob reads the body of POST /v1/jobs and runs everything acceptance
 // asks of it: the cheap checks and the image fetch. It returns the input
 // to store, without tenant, user and key.
-func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller, a *admitted) (jobs.Input, error) {
+func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller, a *worker.Ticket) (jobs.Input, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return jobs.Input{}, errUnsupported
@@ -245,7 +225,7 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller, a *ad
 		if s.isFormUpload(w, r) {
 			// A form and its values; a callback comes from the key's
 			// default only (the form part reader knows no callbackUrl).
-			in, err := s.formJob(w, r)
+			in, err := s.formJob(w, r, a)
 			if err != nil {
 				return in, err
 			}
@@ -285,24 +265,24 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller, a *ad
 }
 
 // readJobBody prepares the input of a JSON job body.
-func (s *Server) readJobBody(r *http.Request, a *admitted, body jobBody) (jobs.Input, error) {
+func (s *Server) readJobBody(r *http.Request, a *worker.Ticket, body jobBody) (jobs.Input, error) {
 	if body.Source != nil {
 		if body.Markdown != nil || len(body.Metadata) > 0 {
-			return jobs.Input{}, badRequest("source", "send either markdown (with metadata) or source, not both")
+			return jobs.Input{}, httperr.BadRequest("source", "send either markdown (with metadata) or source, not both")
 		}
 		if body.Source.Outline == nil {
-			return jobs.Input{}, badRequest("source", `source must be {"outline":{"documentId":"…"}}`)
+			return jobs.Input{}, httperr.BadRequest("source", `source must be {"outline":{"documentId":"…"}}`)
 		}
 		if id := body.Source.Outline.CollectionID; id != "" {
 			if body.Source.Outline.DocumentID != "" {
-				return jobs.Input{}, badRequest("source", "send either documentId or collectionId, not both")
+				return jobs.Input{}, httperr.BadRequest("source", "send either documentId or collectionId, not both")
 			}
 			return s.outlineCollectionJob(r, a, id)
 		}
 		return s.outlineJob(r, a, body.Source.Outline.DocumentID)
 	}
 	if body.Markdown == nil {
-		return jobs.Input{}, badRequest("markdown", "markdown (or source) is required")
+		return jobs.Input{}, httperr.BadRequest("markdown", "markdown (or source) is required")
 	}
 	if len(*body.Markdown) > limits.MaxMarkdownBytes {
 		return jobs.Input{}, limits.TooLarge(int64(len(*body.Markdown)))
@@ -312,13 +292,13 @@ func (s *Server) readJobBody(r *http.Request, a *admitted, body jobBody) (jobs.I
 		meta = nil
 	}
 	req := render.Request{Name: "document.md", Markdown: []byte(*body.Markdown), Metadata: meta, Images: images.Assets{}}
-	return s.prepareJob(r.Context(), a, req, uploadDigest(req))
+	return s.prepareJob(r.Context(), a, req, jobs.UploadDigest(req.Name, req.Markdown, req.Metadata, nil))
 }
 
 // errCookieJSON refuses a multipart job from a caller identified by the
 // Outline cookie.
-var errCookieJSON = &requestError{status: http.StatusUnsupportedMediaType,
-	message: `a request identified by the Outline cookie must send application/json, e.g. {"source":{"outline":{"documentId":"…"}}}`}
+var errCookieJSON = httperr.New(http.StatusUnsupportedMediaType, limits.Problem{Source: limits.SourceRequest, Code: limits.CodeInvalid,
+	Message: `a request identified by the Outline cookie must send application/json, e.g. {"source":{"outline":{"documentId":"…"}}}`})
 
 // readJobJSON reads the JSON body within the bounds of readRenderRequest:
 // its size and BodyTimeout.
@@ -326,16 +306,8 @@ func (s *Server) readJobJSON(w http.ResponseWriter, r *http.Request) (body jobBo
 	if r.ContentLength > maxJSONBytes {
 		return jobBody{}, limits.TooLarge(r.ContentLength)
 	}
-	// As in readRenderRequest: the deadline covers the body only, and
-	// stays when the body timed out.
-	rc := http.NewResponseController(w)
-	if derr := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); derr == nil {
-		defer func() {
-			if !errors.Is(err, errBodyTimeout) {
-				rc.SetReadDeadline(time.Time{})
-			}
-		}()
-	}
+	lift := s.bodyDeadline(w)
+	defer func() { lift(err) }()
 	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBytes)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -349,52 +321,60 @@ func (s *Server) readJobJSON(w http.ResponseWriter, r *http.Request) (body jobBo
 		case errors.As(err, &mbe):
 			return jobBody{}, limits.TooLarge(mbe.Limit)
 		case isTimeout(err):
-			return jobBody{}, errBodyTimeout
-		case clientGone(r.Context()):
+			return jobBody{}, httperr.ErrBodyTimeout
+		case httperr.ClientGone(r.Context()):
 			return jobBody{}, r.Context().Err()
 		}
-		return jobBody{}, badRequest("", `the body is not a JSON object {"markdown": string, "metadata": object} or {"source": {"outline": {"documentId": string}}}: `+err.Error())
+		return jobBody{}, httperr.BadRequest("", `the body is not a JSON object {"markdown": string, "metadata": object} or {"source": {"outline": {"documentId": string}}}: `+err.Error())
 	}
 	return body, nil
-}
-
-// uploadDigest identifies an uploaded request for its Idempotency-Key: the
-// document, metadata and assets exactly as the client sent them, so that a
-// client repeating its request gets its job back even when an external
-// image changed meanwhile.
-func uploadDigest(req render.Request) string {
-	assets, _ := req.Images.(images.Assets)
-	return jobs.RequestDigest(jobs.Input{Name: req.Name, Markdown: req.Markdown, Metadata: req.Metadata, Assets: assets})
 }
 
 // outlineJob reads an Outline document as the reader whose cookie came
 // with the request (SPEC §4's cheap checks, as GET /render does) and
 // prepares it; its images are fetched with that cookie now, because the
 // cookie is not kept for the worker.
-func (s *Server) outlineJob(r *http.Request, a *admitted, id string) (jobs.Input, error) {
-	c := s.cfg.Outline
-	if c == nil {
-		return jobs.Input{}, errOutlineOff
-	}
-	if !outline.ValidDocumentID(id) {
-		return jobs.Input{}, &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
-			Message: "the document id is not a UUID, urlId or slug-urlId"}
-	}
-	token := outline.TokenFromRequest(r)
-	if token == "" {
-		return jobs.Input{}, &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
-			Message: "no valid accessToken cookie in the request"}
-	}
-	doc, err := c.Document(r.Context(), token, id)
+func (s *Server) outlineJob(r *http.Request, a *worker.Ticket, id string) (jobs.Input, error) {
+	doc, err := s.outlineDocument(r, id)
 	if err != nil {
 		return jobs.Input{}, err
 	}
+	return s.outlineInput(r, a, doc)
+}
+
+// outlineDocument asks Outline for document id as the reader of the
+// request's cookie, and refuses it when the reader may not download it or
+// it is too large.
+func (s *Server) outlineDocument(r *http.Request, id string) (*outline.Document, error) {
+	c := s.cfg.Outline
+	if c == nil {
+		return nil, errOutlineOff
+	}
+	if !outline.ValidDocumentID(id) {
+		return nil, errDocumentID
+	}
+	token := outline.TokenFromRequest(r)
+	if token == "" {
+		return nil, errNoCookie
+	}
+	doc, err := c.Document(r.Context(), token, id)
+	if err != nil {
+		return nil, err
+	}
 	if !doc.CanDownload {
-		return jobs.Input{}, outline.ErrNoDownload
+		return nil, outline.ErrNoDownload
 	}
 	if len(doc.Text) > limits.MaxMarkdownBytes {
-		return jobs.Input{}, limits.TooLarge(int64(len(doc.Text)))
+		return nil, limits.TooLarge(int64(len(doc.Text)))
 	}
+	return doc, nil
+}
+
+// outlineInput accepts doc as a job's input: the cheap checks, and its
+// images fetched from Outline (jobs.Prepare).
+func (s *Server) outlineInput(r *http.Request, a *worker.Ticket, doc *outline.Document) (jobs.Input, error) {
+	c := s.cfg.Outline
+	token := outline.TokenFromRequest(r)
 	title := doc.Title
 	if title == "" {
 		title = "Untitled"
@@ -409,7 +389,7 @@ func (s *Server) outlineJob(r *http.Request, a *admitted, id string) (jobs.Input
 		// "en_US"; BCP 47 wants a hyphen.
 		Language: strings.ReplaceAll(doc.Language, "_", "-"),
 	}
-	req := render.Request{Name: title + ".md", Markdown: []byte(doc.Text), Outline: outlineDoc(src), Images: c.Images(token)}
+	req := render.Request{Name: title + ".md", Markdown: []byte(doc.Text), Outline: src.Doc(), Images: c.Images(token)}
 	// The digest of an Outline job is its document (jobs.RequestDigest):
 	// the same key for the same document is the same request.
 	in, err := s.prepareJob(r.Context(), a, req, "")
@@ -417,68 +397,15 @@ func (s *Server) outlineJob(r *http.Request, a *admitted, id string) (jobs.Input
 	return in, err
 }
 
-// outlineDoc is what package render needs of an Outline source.
-func outlineDoc(o *jobs.OutlineSource) *render.OutlineDoc {
-	if o == nil {
-		return nil
-	}
-	return &render.OutlineDoc{URL: o.URL, Title: o.Title, Author: o.Author, UpdatedAt: o.UpdatedAt, Language: o.Language}
-}
-
-// prepareJob runs the cheap checks and fetches and validates the images
-// (uploaded ones, and external ones from the allowed hosts), keeping the
-// bytes of every image the document references. Images the document does
-// not reference are not kept.
-func (s *Server) prepareJob(ctx context.Context, a *admitted, req render.Request, digest string) (jobs.Input, error) {
+// prepareJob runs acceptance (jobs.Prepare) under the caller's ticket:
+// the cheap checks within the check budget, the images fetched and
+// validated — uploaded ones, and for documents not from Outline external
+// ones from the allowed hosts.
+func (s *Server) prepareJob(ctx context.Context, t *worker.Ticket, req render.Request, digest string) (jobs.Input, error) {
 	if req.Outline == nil {
 		req.Images = images.Chain(req.Images, s.cfg.RemoteImages)
 	}
-	rec := &recordingSource{src: req.Images, got: map[string][]byte{}}
-	req.Images = rec
-	checked, err := s.check(ctx, a, req)
-	if err != nil {
-		return jobs.Input{}, err
-	}
-	if _, err := s.cfg.Pipeline.Fetch(ctx, checked); err != nil {
-		return jobs.Input{}, err
-	}
-	// The job is named after the title the PDF will carry, so that its
-	// download is named as a synchronous render's is. The worker's render
-	// falls back to the name only when the document has no title and no
-	// heading, and then the title came from this same name.
-	return jobs.Input{
-		Name:     checked.Title() + ".md",
-		Markdown: req.Markdown,
-		Metadata: req.Metadata,
-		Assets:   rec.assets(),
-		Digest:   digest,
-	}, nil
-}
-
-// recordingSource keeps the bytes of every image it opened successfully,
-// keyed by the URL the Markdown uses: images.Assets with those keys gives
-// the worker exactly these bytes back (a key equal to the URL always
-// matches). images.Load opens images from several goroutines.
-type recordingSource struct {
-	src images.Source
-	mu  sync.Mutex
-	got map[string][]byte
-}
-
-func (r *recordingSource) Open(ctx context.Context, url string) ([]byte, error) {
-	b, err := r.src.Open(ctx, url)
-	if err == nil {
-		r.mu.Lock()
-		r.got[url] = b
-		r.mu.Unlock()
-	}
-	return b, err
-}
-
-func (r *recordingSource) assets() map[string][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.got
+	return jobs.Prepare(ctx, req, t.Prepare, digest)
 }
 
 // getJob is GET /v1/jobs/{id}.
@@ -501,7 +428,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		// nothing new.
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, http.StatusOK, newJobView(job))
+	httperr.WriteJSON(w, http.StatusOK, jobs.NewView(job))
 }
 
 // listJobs is GET /v1/jobs: the caller's most recent jobs, newest first,
@@ -517,7 +444,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > jobs.MaxListLimit {
-			s.writeError(w, r, badRequest("limit", fmt.Sprintf("limit must be an integer from 1 to %d", jobs.MaxListLimit)))
+			s.writeError(w, r, httperr.BadRequest("limit", fmt.Sprintf("limit must be an integer from 1 to %d", jobs.MaxListLimit)))
 			return
 		}
 		limit = n
@@ -527,11 +454,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	views := make([]jobView, 0, len(list))
+	views := make([]jobs.View, 0, len(list))
 	for _, j := range list {
-		views = append(views, newJobView(j))
+		views = append(views, jobs.NewView(j))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": views})
+	httperr.WriteJSON(w, http.StatusOK, map[string]any{"jobs": views})
 }
 
 // cancelJob is DELETE /v1/jobs/{id}: a queued job ends at once, a running
@@ -554,8 +481,8 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.log.InfoContext(r.Context(), "job cancel", "request_id", requestID(r.Context()), "job", job.ID, "state", job.State)
-	writeJSON(w, http.StatusOK, newJobView(job))
+	s.log.InfoContext(r.Context(), "job cancel", "request_id", httperr.RequestID(r.Context()), "job", job.ID, "state", job.State)
+	httperr.WriteJSON(w, http.StatusOK, jobs.NewView(job))
 }
 
 // jobResult is GET /v1/jobs/{id}/result: the PDF of a succeeded job. For
@@ -572,7 +499,7 @@ func (s *Server) jobResult(w http.ResponseWriter, r *http.Request) {
 	if job.ID != "" && c.mayRead(job) != nil {
 		// Whether it is ready or expired is not for another user to learn.
 		if rc != nil {
-			rc.Close()
+			_ = rc.Close() // read only, and never read
 		}
 		err = jobs.ErrNotFound
 	}
@@ -583,7 +510,7 @@ func (s *Server) jobResult(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only: its Close has nothing to report
 	if job.Source == jobs.SourceOutline {
 		if err := s.checkDownload(r, job.OutlineDocumentID); err != nil {
 			s.writeError(w, r, err)
@@ -597,7 +524,7 @@ func (s *Server) jobResult(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, rc io.Reader, job jobs.Job) {
 	h := w.Header()
 	h.Set("Content-Type", "application/pdf")
-	h.Set("Content-Disposition", contentDisposition(strings.TrimSuffix(job.Name, ".md")))
+	h.Set("Content-Disposition", contentDisposition(jobs.Title(job)))
 	if job.Pages > 0 {
 		h.Set("X-Outprint-Pages", strconv.Itoa(job.Pages))
 	}
@@ -611,7 +538,7 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, rc io.Reade
 		return
 	}
 	if _, err := io.Copy(w, rc); err != nil {
-		s.log.InfoContext(r.Context(), "job result: copy", "request_id", requestID(r.Context()), "job", job.ID, "err", err)
+		s.log.InfoContext(r.Context(), "job result: copy", "request_id", httperr.RequestID(r.Context()), "job", job.ID, "err", err)
 	}
 }
 
@@ -624,8 +551,7 @@ func (s *Server) checkDownload(r *http.Request, id string) error {
 	}
 	token := outline.TokenFromRequest(r)
 	if token == "" {
-		return &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
-			Message: "no valid accessToken cookie in the request"}
+		return errNoCookie
 	}
 	if col, ok := strings.CutPrefix(id, collectionPrefix); ok {
 		// A collection: the reader must still be able to read it. Each
@@ -655,9 +581,11 @@ func (e *notReadyJobError) Unwrap() error { return e.err }
 
 // jobsAnswer maps the errors of package jobs to their answers; ok is false
 // for any other error.
-func jobsAnswer(err error) (status int, problems []limits.Problem, retryAfter int, ok bool) {
-	one := func(status int, p limits.Problem, retry int) (int, []limits.Problem, int, bool) {
-		return status, []limits.Problem{p}, retry, true
+func jobsAnswer(err error) (httperr.Answer, bool) {
+	one := func(status int, p limits.Problem, retry int) (httperr.Answer, bool) {
+		a := httperr.One(status, p)
+		a.RetryAfter = retry
+		return a, true
 	}
 	var (
 		nr *notReadyJobError
@@ -665,7 +593,7 @@ func jobsAnswer(err error) (status int, problems []limits.Problem, retryAfter in
 	)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
-		return one(http.StatusNotFound, limits.Problem{Field: "id", Source: limits.SourceRequest, Code: CodeNotFound,
+		return one(http.StatusNotFound, limits.Problem{Field: "id", Source: limits.SourceRequest, Code: httperr.CodeNotFound,
 			Message: "no such job"}, 0)
 	case errors.Is(err, jobs.ErrIdempotencyMismatch):
 		return one(http.StatusConflict, limits.Problem{Field: "Idempotency-Key", Source: limits.SourceRequest, Code: CodeIdempotencyMismatch,
@@ -686,59 +614,5 @@ func jobsAnswer(err error) (status int, problems []limits.Problem, retryAfter in
 		return one(http.StatusGone, limits.Problem{Source: limits.SourceRequest, Code: CodeExpired,
 			Message: "the result was deleted when the job's retention (jobs.ttl) ran out; submit the document again"}, 0)
 	}
-	return 0, nil, 0, false
-}
-
-// jobView is the JSON of a job (SPEC §5).
-type jobView struct {
-	ID         string        `json:"id"`
-	State      string        `json:"state"`
-	Progress   jobProgress   `json:"progress"`
-	Attempts   int           `json:"attempts"`
-	Error      *jobErrorView `json:"error"`
-	CreatedAt  time.Time     `json:"createdAt"`
-	StartedAt  *time.Time    `json:"startedAt"`
-	FinishedAt *time.Time    `json:"finishedAt"`
-	// ExpiresAt is when the input and result are deleted (jobs.ttl).
-	ExpiresAt time.Time `json:"expiresAt"`
-	Links     jobLinks  `json:"links"`
-	// Webhook is the delivery of the job's callback; absent without one.
-	Webhook *jobWebhookView `json:"webhook,omitempty"`
-}
-
-type jobProgress struct {
-	// Phase is null before the first attempt and after the job ended.
-	Phase *string `json:"phase"`
-	Pages int     `json:"pages"`
-}
-
-type jobErrorView struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-type jobLinks struct {
-	Self   string `json:"self"`
-	Result string `json:"result"`
-}
-
-func jobLink(id string) string { return jobsPath + "/" + id }
-
-func newJobView(j jobs.Job) jobView {
-	v := jobView{
-		ID: j.ID, State: j.State, Progress: jobProgress{Pages: j.Pages}, Attempts: j.Attempts,
-		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ExpiresAt: j.ExpiresAt,
-		Links: jobLinks{Self: jobLink(j.ID), Result: jobLink(j.ID) + "/result"},
-	}
-	if j.Phase != "" {
-		phase := j.Phase
-		v.Progress.Phase = &phase
-	}
-	if j.State == jobs.StateFailed {
-		v.Error = &jobErrorView{Code: j.ErrorCode, Message: j.ErrorMessage}
-	}
-	if w := j.Webhook; w != nil {
-		v.Webhook = &jobWebhookView{State: w.State, Attempts: w.Attempts, LastStatus: w.LastStatus, NextAttemptAt: w.NextAttemptAt}
-	}
-	return v
+	return httperr.Answer{}, false
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/fetch"
 	"github.com/outprint/outprint/internal/forms"
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
@@ -82,9 +83,13 @@ type jobsOptions struct {
 	// (webhook_test.go).
 	webhooks  *jobs.WebhookConfig
 	callbacks Callbacks
+	// checkBudget is worker.Config.CheckBudget (0: the default).
+	checkBudget time.Duration
 	// maxQueued and maxStored are the tenant quotas (0: the defaults).
 	maxQueued int
 	maxStored int64
+	// previewSlots is worker.Config.PreviewSlots (0: the default).
+	previewSlots int
 }
 
 // jobsEnv is a server with the job routes.
@@ -97,6 +102,8 @@ type jobsEnv struct {
 	store  string // the artifact store's root
 	texDir string // where TeX runs; its processes work below it
 	fake   *outlinetest.Server
+	// clock is the job service's: tests move it past a TTL.
+	clock *testenv.Clock
 }
 
 // Keys of the job tests: two users of tenant acme and one of another
@@ -110,7 +117,7 @@ const (
 func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	t.Helper()
 	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext")
-	e := &jobsEnv{t: t, texDir: t.TempDir(), store: t.TempDir()}
+	e := &jobsEnv{t: t, texDir: t.TempDir(), store: t.TempDir(), clock: &testenv.Clock{}}
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: e.texDir})
 	if err != nil {
 		t.Fatalf("tex.NewRunner: %v", err)
@@ -134,7 +141,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if err != nil {
 		t.Fatalf("jobs.Open: %v", err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatalf("jobs.Migrate: %v", err)
 	}
@@ -150,8 +157,9 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc, err = jobs.New(db, st, NewFormJobRenderer(worker.NewJobRenderer(pl, r), filler), jobs.Config{
+	e.svc, err = jobs.New(db, st, worker.NewJobs(worker.JobsConfig{Pipeline: pl, Renderer: r, Forms: filler}), jobs.Config{
 		TTL:               ttl,
+		Clock:             e.clock,
 		MaxWorkers:        ac.Slots,
 		Budget:            worker.NewBudget(e.adm),
 		MaxAttempts:       3,
@@ -184,9 +192,8 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	})
 
 	cfg := Config{
-		Pipeline:  pl,
-		Renderer:  r,
-		Admission: e.adm,
+		Capacity: mustCapacity(t, worker.Config{Pipeline: pl, Renderer: r, Admission: e.adm, CheckBudget: o.checkBudget,
+			PreviewSlots: o.previewSlots}),
 		Auth:      olKeys{keyAlice: {"alice", "acme"}, keyBob: {"bob", "acme"}, keyOscar: {"oscar", "other"}},
 		Jobs:      e.svc,
 		Forms:     filler,
@@ -259,6 +266,9 @@ func (e *jobsEnv) do(r request) answer {
 	}
 	for k, v := range r.header {
 		req.Header.Set(k, v)
+		if k == "Host" {
+			req.Host = v // the client's Host header, forged in tests
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -291,21 +301,22 @@ func multipartBody(key, document string, header map[string]string, assets ...ass
 		}
 		return w
 	}
-	part("document", "report.md").Write([]byte(document))
+	// The parts go to a bytes.Buffer: the writes cannot fail.
+	_, _ = part("document", "report.md").Write([]byte(document))
 	for _, a := range assets {
-		part("asset", a.name).Write(a.data)
+		_, _ = part("asset", a.name).Write(a.data)
 	}
-	mw.Close()
+	_ = mw.Close()
 	return request{method: http.MethodPost, path: "/v1/jobs", key: key, ctype: mw.FormDataContentType(), body: buf.Bytes(), header: header}
 }
 
 // view decodes a job answer with the wanted status.
-func (a answer) view(t *testing.T, status int) jobView {
+func (a answer) view(t *testing.T, status int) jobs.View {
 	t.Helper()
 	if a.status != status {
 		t.Fatalf("status = %d, want %d; body %s", a.status, status, a.body)
 	}
-	var v jobView
+	var v jobs.View
 	if err := json.Unmarshal(a.body, &v); err != nil {
 		t.Fatalf("job answer is not a job: %v\n%s", err, a.body)
 	}
@@ -327,38 +338,33 @@ func as(r request, who string) request {
 }
 
 // get fetches a job as who (see as).
-func (e *jobsEnv) get(who, id string) jobView {
+func (e *jobsEnv) get(who, id string) jobs.View {
 	e.t.Helper()
 	return e.do(as(request{method: http.MethodGet, path: "/v1/jobs/" + id}, who)).view(e.t, http.StatusOK)
 }
 
 // wait polls the job until cond holds. The bound only stops a broken test
 // from hanging; nothing is asserted about time.
-func (e *jobsEnv) wait(key, id, what string, cond func(jobView) bool) jobView {
+func (e *jobsEnv) wait(key, id, what string, cond func(jobs.View) bool) jobs.View {
 	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		v := e.get(key, id)
-		if cond(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s never got %s: %+v", id, what, v)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var v jobs.View
+	testenv.Eventually(e.t, "job "+id+" to get "+what, func() bool {
+		v = e.get(key, id)
+		return cond(v)
+	})
+	return v
 }
 
-func (e *jobsEnv) waitState(key, id, state string) jobView {
+func (e *jobsEnv) waitState(key, id, state string) jobs.View {
 	e.t.Helper()
-	return e.wait(key, id, state, func(v jobView) bool { return v.State == state || (state != v.State && isTerminal(v.State)) })
+	return e.wait(key, id, state, func(v jobs.View) bool { return v.State == state || (state != v.State && isTerminal(v.State)) })
 }
 
 func isTerminal(state string) bool {
 	return state == jobs.StateSucceeded || state == jobs.StateFailed || state == jobs.StateCancelled
 }
 
-func phase(v jobView) string {
+func phase(v jobs.View) string {
 	if v.Progress.Phase == nil {
 		return ""
 	}
@@ -462,10 +468,10 @@ func TestJobLifecycle(t *testing.T) {
 				before: before.wait,
 				progress: func(ctx context.Context, p render.Progress) {
 					if p.Phase == render.PhaseRendering && p.Pages >= 1 {
-						page.wait(ctx)
+						_ = page.wait(ctx) // ctx ending ends the render: nothing to report
 					}
 				},
-				after: func(ctx context.Context) { after.wait(ctx) },
+				after: func(ctx context.Context) { _ = after.wait(ctx) },
 			}
 			e := newJobsEnv(t, jobsOptions{kind: kind, hooks: hooks})
 			defer before.open()
@@ -490,7 +496,7 @@ func TestJobLifecycle(t *testing.T) {
 
 			// Running, held before the Render stage: phase preparing.
 			before.await(t, "the render")
-			v = e.wait(keyAlice, id, "running/preparing", func(v jobView) bool { return v.State == jobs.StateRunning })
+			v = e.wait(keyAlice, id, "running/preparing", func(v jobs.View) bool { return v.State == jobs.StateRunning })
 			if phase(v) != jobs.PhasePreparing || v.Attempts != 1 || v.StartedAt == nil || v.FinishedAt != nil {
 				t.Errorf("running job = %+v (phase %q), want phase preparing, attempt 1, startedAt set", v, phase(v))
 			}
@@ -517,7 +523,7 @@ func TestJobLifecycle(t *testing.T) {
 				{method: http.MethodGet, path: "/v1/jobs/" + id + "/result", key: keyOscar},
 				{method: http.MethodDelete, path: "/v1/jobs/" + id, key: keyOscar},
 			} {
-				e.do(r).wantError(t, http.StatusNotFound, CodeNotFound)
+				e.do(r).wantError(t, http.StatusNotFound, httperr.CodeNotFound)
 			}
 			// Keys are scoped to the tenant: the same key is a new job
 			// there. It waits behind the held one and is cancelled while
@@ -534,7 +540,7 @@ func TestJobLifecycle(t *testing.T) {
 			// Rendering, held at the first page TeX shipped.
 			before.open()
 			page.await(t, "the first page")
-			v = e.wait(keyAlice, id, "rendering with a page", func(v jobView) bool {
+			v = e.wait(keyAlice, id, "rendering with a page", func(v jobs.View) bool {
 				return phase(v) == jobs.PhaseRendering && v.Progress.Pages >= 1
 			})
 			if v.State != jobs.StateRunning {
@@ -544,7 +550,7 @@ func TestJobLifecycle(t *testing.T) {
 
 			// Packaging, held after TeX returned the PDF.
 			after.await(t, "the end of the render")
-			e.wait(keyAlice, id, "packaging", func(v jobView) bool { return phase(v) == jobs.PhasePackaging })
+			e.wait(keyAlice, id, "packaging", func(v jobs.View) bool { return phase(v) == jobs.PhasePackaging })
 			after.open()
 
 			v = e.waitState(keyAlice, id, jobs.StateSucceeded)
@@ -573,7 +579,7 @@ func TestJobLifecycle(t *testing.T) {
 				{method: http.MethodGet, path: "/v1/jobs/" + id + "/result", key: keyBob},
 				{method: http.MethodDelete, path: "/v1/jobs/" + id, key: keyBob},
 			} {
-				e.do(r).wantError(t, http.StatusNotFound, CodeNotFound)
+				e.do(r).wantError(t, http.StatusNotFound, httperr.CodeNotFound)
 			}
 			if got := e.listIDs(keyAlice); !slices.Equal(got, []string{id}) {
 				t.Errorf("alice's list = %v, want [%s]", got, id)
@@ -601,7 +607,7 @@ func (e *jobsEnv) listIDs(key string) []string {
 		e.t.Fatalf("GET /v1/jobs = %d: %s", a.status, a.body)
 	}
 	var body struct {
-		Jobs []jobView `json:"jobs"`
+		Jobs []jobs.View `json:"jobs"`
 	}
 	if err := json.Unmarshal(a.body, &body); err != nil {
 		e.t.Fatalf("GET /v1/jobs body: %v\n%s", err, a.body)
@@ -616,17 +622,10 @@ func (e *jobsEnv) listIDs(key string) []string {
 // waitIdle checks that every admission slot and count was given back.
 func (e *jobsEnv) waitIdle() {
 	e.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testenv.Eventually(e.t, "admission idle", func() bool {
 		st := e.adm.Stats()
-		if st.Running == 0 && st.Queued == 0 && st.Tickets == 0 && st.Users == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("admission never idle: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return st.Running == 0 && st.Queued == 0 && st.Tickets == 0 && st.Users == 0
+	})
 }
 
 // texProcesses lists the processes working below dir: the TeX processes
@@ -678,16 +677,11 @@ func TestJobCancelRunning(t *testing.T) {
 			if c.State != jobs.StateCancelled {
 				t.Errorf("DELETE = state %s, want cancelled", c.State)
 			}
-			var left []string
-			for {
-				left = texProcesses(e.texDir)
-				if len(left) == 0 || time.Since(cancelled) > 5*time.Second {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			if took := time.Since(cancelled); len(left) > 0 || took > 2*time.Second {
-				t.Errorf("TeX processes %v still there %s after DELETE, want none within 2 s", left, took.Round(time.Millisecond))
+			testenv.EventuallyWithin(t, 5*time.Second, "the TeX processes gone after DELETE", func() bool {
+				return len(texProcesses(e.texDir)) == 0
+			})
+			if took := time.Since(cancelled); took > 2*time.Second {
+				t.Errorf("TeX processes gone %s after DELETE, want within 2 s", took.Round(time.Millisecond))
 			}
 			e.waitIdle() // the worker gave its slot back
 			if got := e.get(keyAlice, v.ID); got.State != jobs.StateCancelled || got.Error != nil {
@@ -725,15 +719,15 @@ func TestJobRefusalsAndFailures(t *testing.T) {
 				{"no markdown", jsonBody(keyAlice, map[string]any{"metadata": map[string]any{}}, nil), 400, limits.CodeInvalid},
 				{"unknown field", jsonBody(keyAlice, map[string]any{"markdown": "x", "colour": 1}, nil), 400, limits.CodeInvalid},
 				{"both sources", jsonBody(keyAlice, map[string]any{"markdown": "x", "source": map[string]any{"outline": map[string]any{"documentId": "x"}}}, nil), 400, limits.CodeInvalid},
-				{"outline off", jsonBody(keyAlice, map[string]any{"source": map[string]any{"outline": map[string]any{"documentId": "hDYep1TPAM"}}}, nil), 404, CodeNotFound},
+				{"outline off", jsonBody(keyAlice, map[string]any{"source": map[string]any{"outline": map[string]any{"documentId": "hDYep1TPAM"}}}, nil), 404, httperr.CodeNotFound},
 				{"bad key", jsonBody(keyAlice, map[string]any{"markdown": "x"}, map[string]string{"Idempotency-Key": strings.Repeat("k", 300)}), 422, limits.CodeInvalid},
-				{"no credentials", jsonBody("", map[string]any{"markdown": "x"}, nil), 401, CodeUnauthorized},
-				{"unknown key", jsonBody("key-nobody", map[string]any{"markdown": "x"}, nil), 401, CodeUnauthorized},
-				{"text body", request{method: http.MethodPost, path: "/v1/jobs", key: keyAlice, ctype: "text/plain", body: []byte("x")}, 415, CodeUnsupported},
-				{"method", request{method: http.MethodPut, path: "/v1/jobs", key: keyAlice}, 405, CodeMethod},
-				{"result method", request{method: http.MethodDelete, path: "/v1/jobs/0196f0a4-0000-7000-8000-000000000000/result", key: keyAlice}, 405, CodeMethod},
-				{"no such job", request{method: http.MethodGet, path: "/v1/jobs/0196f0a4-0000-7000-8000-000000000000", key: keyAlice}, 404, CodeNotFound},
-				{"not a job id", request{method: http.MethodGet, path: "/v1/jobs/..%2f..%2fetc", key: keyAlice}, 404, CodeNotFound},
+				{"no credentials", jsonBody("", map[string]any{"markdown": "x"}, nil), 401, httperr.CodeUnauthorized},
+				{"unknown key", jsonBody("key-nobody", map[string]any{"markdown": "x"}, nil), 401, httperr.CodeUnauthorized},
+				{"text body", request{method: http.MethodPost, path: "/v1/jobs", key: keyAlice, ctype: "text/plain", body: []byte("x")}, 415, httperr.CodeUnsupported},
+				{"method", request{method: http.MethodPut, path: "/v1/jobs", key: keyAlice}, 405, httperr.CodeMethod},
+				{"result method", request{method: http.MethodDelete, path: "/v1/jobs/0196f0a4-0000-7000-8000-000000000000/result", key: keyAlice}, 405, httperr.CodeMethod},
+				{"no such job", request{method: http.MethodGet, path: "/v1/jobs/0196f0a4-0000-7000-8000-000000000000", key: keyAlice}, 404, httperr.CodeNotFound},
+				{"not a job id", request{method: http.MethodGet, path: "/v1/jobs/..%2f..%2fetc", key: keyAlice}, 404, httperr.CodeNotFound},
 				{"list limit", request{method: http.MethodGet, path: "/v1/jobs?limit=0", key: keyAlice}, 400, limits.CodeInvalid},
 			} {
 				t.Run(c.name, func(t *testing.T) {
@@ -769,7 +763,7 @@ func TestJobResultExpires(t *testing.T) {
 	for _, kind := range dbKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			e := newJobsEnv(t, jobsOptions{kind: kind, ttl: 2 * time.Second})
+			e := newJobsEnv(t, jobsOptions{kind: kind})
 			v := e.do(jsonBody(keyAlice, map[string]any{"markdown": doc("Short lived")}, nil)).view(t, http.StatusAccepted)
 			v = e.waitState(keyAlice, v.ID, jobs.StateSucceeded)
 			if v.State != jobs.StateSucceeded {
@@ -778,7 +772,7 @@ func TestJobResultExpires(t *testing.T) {
 			if !v.ExpiresAt.After(*v.FinishedAt) {
 				t.Errorf("expiresAt %s not after finishedAt %s", v.ExpiresAt, v.FinishedAt)
 			}
-			time.Sleep(time.Until(v.ExpiresAt) + 50*time.Millisecond)
+			e.clock.Advance(v.ExpiresAt.Sub(e.clock.Now()) + time.Second)
 			e.do(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/result", key: keyAlice}).
 				wantError(t, http.StatusGone, CodeExpired)
 			// The job itself stays visible.
@@ -855,9 +849,9 @@ func TestOutlineJob(t *testing.T) {
 
 			// Refused at acceptance: no download right, no access, no
 			// cookie, a form post with a cookie.
-			e.do(as(jsonBody("", source(d.ID), nil), bob.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
-			e.do(as(jsonBody("", source(d.ID), nil), olga.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
-			e.do(jsonBody(keyAlice, source(d.ID), nil)).wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+			e.do(as(jsonBody("", source(d.ID), nil), bob.Token)).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
+			e.do(as(jsonBody("", source(d.ID), nil), olga.Token)).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
+			e.do(jsonBody(keyAlice, source(d.ID), nil)).wantError(t, http.StatusUnauthorized, httperr.CodeUnauthorized)
 			e.do(as(multipartBody("", "# x\n", nil), jane.Token)).wantError(t, http.StatusUnsupportedMediaType, limits.CodeInvalid)
 			e.do(as(jsonBody("", source("not an id!"), nil), jane.Token)).wantError(t, http.StatusBadRequest, limits.CodeInvalid)
 
@@ -899,16 +893,16 @@ func TestOutlineJob(t *testing.T) {
 			if got := e.get(bob.Token, v.ID); got.State != jobs.StateSucceeded {
 				t.Errorf("bob (same team) sees state %s, want succeeded", got.State)
 			}
-			result(bob.Token, v.ID).wantError(t, http.StatusForbidden, CodeForbidden)
+			result(bob.Token, v.ID).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
 			// Readers of the team share the job, but only its submitter
 			// may cancel it.
-			e.do(request{method: http.MethodDelete, path: "/v1/jobs/" + v.ID, cookie: bob.Token}).wantError(t, http.StatusNotFound, CodeNotFound)
-			result(olga.Token, v.ID).wantError(t, http.StatusNotFound, CodeNotFound)
-			result(keyAlice, v.ID).wantError(t, http.StatusNotFound, CodeNotFound) // tenant acme, not the team
-			result("", v.ID).wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+			e.do(request{method: http.MethodDelete, path: "/v1/jobs/" + v.ID, cookie: bob.Token}).wantError(t, http.StatusNotFound, httperr.CodeNotFound)
+			result(olga.Token, v.ID).wantError(t, http.StatusNotFound, httperr.CodeNotFound)
+			result(keyAlice, v.ID).wantError(t, http.StatusNotFound, httperr.CodeNotFound) // tenant acme, not the team
+			result("", v.ID).wantError(t, http.StatusUnauthorized, httperr.CodeUnauthorized)
 			e.fake.AddDocument(outlinetest.Document{ID: d.ID, URLID: d.URLID, Title: d.Title, Text: d.Text, CreatedBy: d.CreatedBy,
 				Access: map[string]outlinetest.Access{jane.ID: {Read: true}}})
-			result(jane.Token, v.ID).wantError(t, http.StatusForbidden, CodeForbidden)
+			result(jane.Token, v.ID).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
 
 			// The cookie was never stored: not in the artifact store, not
 			// in the database. (The search does find what is stored.)
@@ -938,7 +932,7 @@ func (e *jobsEnv) find(secret string) string {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }()
 		for _, table := range []string{"outprint_jobs", "outprint_idempotency", "river_job"} {
 			var n int
 			if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+table+" t WHERE t::text LIKE '%' || $1 || '%'", secret).Scan(&n); err != nil {
@@ -951,7 +945,7 @@ func (e *jobsEnv) find(secret string) string {
 	}
 	found := ""
 	for _, root := range roots {
-		filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() || found != "" {
 				return nil
 			}

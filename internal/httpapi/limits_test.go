@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/limits"
 )
 
@@ -199,8 +200,8 @@ func TestRequestErrors(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"plain text", post("text/plain", "# x"), http.StatusUnsupportedMediaType, CodeUnsupported},
-		{"no content type", post("", "# x"), http.StatusUnsupportedMediaType, CodeUnsupported},
+		{"plain text", post("text/plain", "# x"), http.StatusUnsupportedMediaType, httperr.CodeUnsupported},
+		{"no content type", post("", "# x"), http.StatusUnsupportedMediaType, httperr.CodeUnsupported},
 		{"broken JSON", post("application/json", `{"markdown": `), http.StatusBadRequest, limits.CodeInvalid},
 		{"JSON without markdown", post("application/json", `{"metadata": {}}`), http.StatusBadRequest, limits.CodeInvalid},
 		{"JSON unknown field", post("application/json", `{"markdown": "# x", "md": 1}`), http.StatusBadRequest, limits.CodeInvalid},
@@ -210,8 +211,8 @@ func TestRequestErrors(t *testing.T) {
 		{"asset without file name", post(nameless, namelessBody), http.StatusBadRequest, limits.CodeInvalid},
 		{"metadata part too large", post(bigMeta, bigMetaBody), http.StatusBadRequest, limits.CodeInvalid},
 		{"metadata error", e.postJSON(ctx, "", "# x\n", map[string]any{"colour": "red"}), http.StatusUnprocessableEntity, limits.CodeUnknown},
-		{"unknown path", e.get(ctx, "/v2/render"), http.StatusNotFound, CodeNotFound},
-		{"wrong method", e.get(ctx, "/v1/render"), http.StatusMethodNotAllowed, CodeMethod},
+		{"unknown path", e.get(ctx, "/v2/render"), http.StatusNotFound, httperr.CodeNotFound},
+		{"wrong method", e.get(ctx, "/v1/render"), http.StatusMethodNotAllowed, httperr.CodeMethod},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,13 +2,16 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
 
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // The Outline endpoints (SPEC §5 "Outline documents"): a reader follows a
@@ -28,10 +31,11 @@ import (
 // API call) and every attachment by the fetch.Client, so a slow Outline
 // ends in a 502 or an image error and never holds a request open.
 
-// Codes of the Outline routes' own answers, beside CodeUnauthorized (no or
-// expired Outline session) and CodeNotFound (no such document).
+// Codes of the Outline routes' own answers, beside httperr's
+// CodeUnauthorized (no or expired Outline session), CodeForbidden (Outline
+// refuses the reader, or no download right) and CodeNotFound (no such
+// document).
 const (
-	CodeForbidden   = "forbidden"    // 403: Outline refuses the reader, or no download right
 	CodeRateLimited = "rate_limited" // 429: Outline rate-limits the reader
 	CodeUnavailable = "unavailable"  // 502: Outline cannot be asked or fails
 	CodeDeleted     = "deleted"      // 410: the document is in Outline's trash
@@ -39,6 +43,14 @@ const (
 
 // errOutlineOff answers the Outline routes when outline.url is not set.
 var errOutlineOff = errors.New("outline is not configured")
+
+// Refusals made before Outline is asked, answered as Outline's own would
+// be (outlineAnswer).
+var (
+	errNoCookie     = fmt.Errorf("%w: no accessToken cookie in the request", outline.ErrNoSession)
+	errDocumentID   = fmt.Errorf("%w: the document id is not a UUID, urlId or slug-urlId", outline.ErrBadID)
+	errCollectionID = fmt.Errorf("%w: the collection id is not a UUID or urlId", outline.ErrBadID)
+)
 
 // outlineRequest is an Outline document that passed the cheap checks of
 // SPEC §4: the reader confirmed, the document read with their rights, its
@@ -55,27 +67,25 @@ type outlineRequest struct {
 // confirmed the reader it counts them (enter): the parse of the document
 // is CPU an Outline author can make costly, so it runs under the reader's
 // count and within the check budget (guard.go). On success and on errors
-// after the count, the returned admitted is set and the caller must call
-// its done.
+// after the count, the returned ticket is set and the caller must call
+// its Done.
 //
 // When the document was read but cannot be rendered (no download right,
 // too large, a Binding or math error), the returned request holds the
 // user and document together with the error, so that /status can still
 // name the document.
-func (s *Server) outlineCheck(r *http.Request, enter func(identity) (*admitted, error)) (*outlineRequest, *admitted, error) {
+func (s *Server) outlineCheck(r *http.Request, enter func(identity) (*worker.Ticket, error)) (*outlineRequest, *worker.Ticket, error) {
 	c := s.cfg.Outline
 	if c == nil {
 		return nil, nil, errOutlineOff
 	}
 	id := r.PathValue("documentId")
 	if !outline.ValidDocumentID(id) {
-		return nil, nil, &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
-			Message: "the document id is not a UUID, urlId or slug-urlId"}
+		return nil, nil, errDocumentID
 	}
 	token := outline.TokenFromRequest(r)
 	if token == "" {
-		return nil, nil, &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
-			Message: "no valid accessToken cookie in the request"}
+		return nil, nil, errNoCookie
 	}
 	ctx := r.Context()
 	user, err := c.AuthInfo(ctx, token)
@@ -101,7 +111,7 @@ func (s *Server) outlineCheck(r *http.Request, enter func(identity) (*admitted, 
 	if name == "" {
 		name = "Untitled"
 	}
-	or.checked, err = s.check(ctx, a, render.Request{
+	or.checked, err = a.Check(ctx, render.Request{
 		Name:     name + ".md",
 		Markdown: []byte(doc.Text),
 		Outline: &render.OutlineDoc{
@@ -138,14 +148,14 @@ func (s *Server) outlineRender(w http.ResponseWriter, r *http.Request) {
 	}
 	or, a, err := s.outlineCheck(r, s.enter)
 	if a != nil {
-		defer a.done()
+		defer a.Done()
 	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.fetchAndRender(r, a, or.checked)
-	a.done()
+	res, err := a.Render(r.Context(), or.checked)
+	a.Done()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -174,26 +184,32 @@ func (s *Server) outlineStatus(w http.ResponseWriter, r *http.Request) {
 	outlineHeaders(w)
 	or, a, err := s.outlineCheck(r, s.enterStatus)
 	if a != nil {
-		defer a.done()
+		defer a.Done()
+	}
+	if err == nil && or.checked != nil {
+		// The text's own problems, which a render reports with its
+		// images'; the status stops before the images.
+		err = or.checked.Err()
 	}
 	problems := []limits.Problem{}
 	if err != nil {
-		status, list, _ := errorAnswer(err)
-		if or == nil || or.doc == nil || status >= 500 {
+		ans := answerOf(err)
+		if or == nil || or.doc == nil || ans.Status >= 500 {
 			s.writeError(w, r, err)
 			return
 		}
-		s.log.InfoContext(r.Context(), "status: not renderable", "request_id", requestID(r.Context()), "err", err)
-		problems = list
+		s.log.InfoContext(r.Context(), "status: not renderable", "request_id", httperr.RequestID(r.Context()), "err", err)
+		problems = ans.Problems
 	}
-	st := s.cfg.Admission.Stats()
+	adm := s.cfg.Capacity.Admission()
+	st := adm.Stats()
 	// retryAfter says how long a render asked for now would likely wait:
 	// 0 while a slot is free, otherwise the admission estimate.
 	retry := 0
 	if st.Running >= st.Slots {
-		retry = int(math.Ceil(s.cfg.Admission.RetryAfter().Seconds()))
+		retry = int(math.Ceil(adm.RetryAfter().Seconds()))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	httperr.WriteJSON(w, http.StatusOK, map[string]any{
 		"documentId": or.doc.ID,
 		"title":      or.doc.Title,
 		"renderable": err == nil,
@@ -206,24 +222,25 @@ func (s *Server) outlineStatus(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// outlineAnswer maps the errors of package outline (and of the Outline
-// routes) to their answers; ok is false for any other error. Outline's
-// refusals become ours: 401 stays 401, 403 stays 403, 404 stays 404; an
-// Outline that cannot be asked is a 502 with source service, because
-// nobody has to fix the document. Outline's own message is never shown:
-// it is logged with the error.
-func outlineAnswer(err error) (status int, problems []limits.Problem, retryAfter int, ok bool) {
-	one := func(status int, p limits.Problem) (int, []limits.Problem, int, bool) {
-		return status, []limits.Problem{p}, 0, true
+// outlineAnswer maps the errors of package outline (its sentinels) and
+// of the Outline routes to their answers; ok is false for any other
+// error. Outline's refusals become ours: no session stays 401, no access
+// 403, no such document 404; an Outline that cannot be asked is a 502
+// with source service, because nobody has to fix the document. Outline's
+// own message is never shown: it is logged with the error.
+func outlineAnswer(err error) (httperr.Answer, bool) {
+	one := func(status int, p limits.Problem) (httperr.Answer, bool) {
+		return httperr.One(status, p), true
 	}
-	var api *outline.APIError
+	forbidden := func(msg string) (httperr.Answer, bool) {
+		return one(http.StatusForbidden, limits.Problem{Source: limits.SourceAuth, Code: httperr.CodeForbidden, Message: msg})
+	}
 	switch {
 	case errors.Is(err, errOutlineOff):
-		return one(http.StatusNotFound, limits.Problem{Source: limits.SourceRequest, Code: CodeNotFound,
+		return one(http.StatusNotFound, limits.Problem{Source: limits.SourceRequest, Code: httperr.CodeNotFound,
 			Message: "Outline documents are not served here: outline.url is not configured"})
 	case errors.Is(err, outline.ErrNoDownload):
-		return one(http.StatusForbidden, limits.Problem{Source: limits.SourceAuth, Code: CodeForbidden,
-			Message: "you may read this document in Outline but not download it; printing it needs the download right, ask the document's owner"})
+		return forbidden("you may read this document in Outline but not download it; printing it needs the download right, ask the document's owner")
 	case errors.Is(err, outline.ErrDeleted):
 		return one(http.StatusGone, limits.Problem{Source: limits.SourceDocument, Code: CodeDeleted,
 			Message: "this document is in Outline's trash; restore it in Outline to print it"})
@@ -233,48 +250,36 @@ func outlineAnswer(err error) (status int, problems []limits.Problem, retryAfter
 	case errors.Is(err, outline.ErrUnavailable):
 		return one(http.StatusBadGateway, limits.Problem{Source: limits.SourceService, Code: CodeUnavailable,
 			Message: "Outline could not be reached or answered with an error; retry later"})
-	case errors.As(err, &api):
-		return apiAnswer(api)
-	}
-	return 0, nil, 0, false
-}
-
-// apiAnswer maps one refusal of Outline.
-func apiAnswer(e *outline.APIError) (int, []limits.Problem, int, bool) {
-	one := func(status int, p limits.Problem) (int, []limits.Problem, int, bool) {
-		return status, []limits.Problem{p}, 0, true
-	}
-	switch e.Status {
-	case http.StatusUnauthorized:
-		return one(http.StatusUnauthorized, limits.Problem{Source: limits.SourceAuth, Code: CodeUnauthorized,
+	case errors.Is(err, outline.ErrNoSession):
+		return one(http.StatusUnauthorized, limits.Problem{Source: limits.SourceAuth, Code: httperr.CodeUnauthorized,
 			Message: "sign in to Outline first: the request has no valid Outline session (accessToken cookie)"})
-	case http.StatusForbidden:
-		msg := "you have no access to this document in Outline"
-		if e.Code == outline.CodeUserSuspended {
-			msg = "your Outline account is suspended"
-		}
-		return one(http.StatusForbidden, limits.Problem{Source: limits.SourceAuth, Code: CodeForbidden, Message: msg})
-	case http.StatusNotFound:
-		return one(http.StatusNotFound, limits.Problem{Field: "documentId", Source: limits.SourceRequest, Code: CodeNotFound,
-			Message: "Outline has no such document"})
-	case http.StatusBadRequest:
-		return one(http.StatusBadRequest, limits.Problem{Field: "documentId", Source: limits.SourceRequest, Code: limits.CodeInvalid,
-			Message: "the document id is not a UUID, urlId or slug-urlId"})
-	case http.StatusPaymentRequired:
+	case errors.Is(err, outline.ErrSuspended):
+		return forbidden("your Outline account is suspended")
+	case errors.Is(err, outline.ErrForbidden):
+		return forbidden("you have no access to this document in Outline")
+	case errors.Is(err, outline.ErrPaymentRequired):
 		// Outline's cloud answers 402 payment_required for every call of
 		// a workspace whose plan has lapsed. Neither the reader nor a
 		// retry can change that, and outprint is not at fault (no 5xx):
 		// the reader may not print from this workspace until an admin
 		// settles it.
-		return one(http.StatusForbidden, limits.Problem{Source: limits.SourceAuth, Code: CodeForbidden,
-			Message: "Outline refuses this workspace's requests until its plan is renewed (payment required); ask a workspace admin"})
-	case http.StatusTooManyRequests:
-		retry := max(1, int(math.Ceil(e.RetryAfter.Seconds())))
-		return http.StatusTooManyRequests, []limits.Problem{{Source: limits.SourceService, Code: CodeRateLimited,
-			Message: "Outline is limiting your requests; retry later"}}, retry, true
+		return forbidden("Outline refuses this workspace's requests until its plan is renewed (payment required); ask a workspace admin")
+	case errors.Is(err, outline.ErrNotFound):
+		return one(http.StatusNotFound, limits.Problem{Field: "documentId", Source: limits.SourceRequest, Code: httperr.CodeNotFound,
+			Message: "Outline has no such document"})
+	case errors.Is(err, outline.ErrBadID):
+		return one(http.StatusBadRequest, limits.Problem{Field: "documentId", Source: limits.SourceRequest, Code: limits.CodeInvalid,
+			Message: "the document id is not a UUID, urlId or slug-urlId"})
+	case errors.Is(err, outline.ErrRateLimited):
+		a := httperr.One(http.StatusTooManyRequests, limits.Problem{Source: limits.SourceService, Code: CodeRateLimited,
+			Message: "Outline is limiting your requests; retry later"})
+		a.RetryAfter = max(1, int(math.Ceil(outline.RetryAfter(err).Seconds())))
+		return a, true
+	case errors.Is(err, outline.ErrUnexpected):
+		// Any other refusal (405, 422, …) means Outline and outprint
+		// disagree about the API, not that the reader did something wrong.
+		return one(http.StatusBadGateway, limits.Problem{Source: limits.SourceService, Code: CodeUnavailable,
+			Message: "Outline answered in a way outprint does not understand; retry later or tell the operator"})
 	}
-	// Any other refusal (405, 422, …) means Outline and outprint disagree
-	// about the API, not that the reader did something wrong.
-	return one(http.StatusBadGateway, limits.Problem{Source: limits.SourceService, Code: CodeUnavailable,
-		Message: "Outline answered in a way outprint does not understand; retry later or tell the operator"})
+	return httperr.Answer{}, false
 }

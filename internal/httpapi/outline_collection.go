@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // outlineCollectionRender is GET /render/collection/{collectionId}: every
@@ -29,13 +29,13 @@ import (
 // collection.
 func (s *Server) outlineCollectionRender(w http.ResponseWriter, r *http.Request) {
 	outlineHeaders(w)
-	var a *admitted
+	var a *worker.Ticket
 	defer func() {
 		if a != nil {
-			a.done()
+			a.Done()
 		}
 	}()
-	enter := func(id identity) (*admitted, error) {
+	enter := func(id identity) (*worker.Ticket, error) {
 		var err error
 		a, err = s.enter(id)
 		return a, err
@@ -45,12 +45,12 @@ func (s *Server) outlineCollectionRender(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, err)
 		return
 	}
-	checked, err := s.check(r.Context(), a, req.Request)
+	checked, err := a.Check(r.Context(), req.Request)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.fetchAndRender(r, a, checked)
+	res, err := a.Render(r.Context(), checked)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -73,9 +73,9 @@ const collectionPrefix = "collection:"
 // /render/collection, its images fetched with the reader's cookie at
 // acceptance, rendered later by a worker. A download asks Outline again
 // whether the reader of that request can read the collection.
-func (s *Server) outlineCollectionJob(r *http.Request, a *admitted, id string) (jobs.Input, error) {
+func (s *Server) outlineCollectionJob(r *http.Request, a *worker.Ticket, id string) (jobs.Input, error) {
 	// The job's caller was counted already (a).
-	req, err := s.outlineCollectionRequest(r, id, func(identity) (*admitted, error) { return a, nil })
+	req, err := s.outlineCollectionRequest(r, id, func(identity) (*worker.Ticket, error) { return a, nil })
 	if err != nil {
 		return jobs.Input{}, err
 	}
@@ -103,20 +103,18 @@ type collectionRequest struct {
 // the reader and assembles them, without fetching images. Once Outline
 // confirmed the reader it counts them (enter), before the documents are
 // read and checked.
-func (s *Server) outlineCollectionRequest(r *http.Request, id string, enter func(identity) (*admitted, error)) (collectionRequest, error) {
+func (s *Server) outlineCollectionRequest(r *http.Request, id string, enter func(identity) (*worker.Ticket, error)) (collectionRequest, error) {
 	var cr collectionRequest
 	c := s.cfg.Outline
 	if c == nil {
 		return cr, errOutlineOff
 	}
 	if !outline.ValidCollectionID(id) {
-		return cr, &outline.APIError{Status: http.StatusBadRequest, Code: outline.CodeValidation,
-			Message: "the collection id is not a UUID or urlId"}
+		return cr, errCollectionID
 	}
 	token := outline.TokenFromRequest(r)
 	if token == "" {
-		return cr, &outline.APIError{Status: http.StatusUnauthorized, Code: outline.CodeAuthenticationRequired,
-			Message: "no valid accessToken cookie in the request"}
+		return cr, errNoCookie
 	}
 	ctx := r.Context()
 	user, err := c.AuthInfo(ctx, token)
@@ -130,7 +128,9 @@ func (s *Server) outlineCollectionRequest(r *http.Request, id string, enter func
 	if err != nil {
 		return cr, err
 	}
-	docs, skipped, err := readTree(ctx, c, token, col.Tree)
+	docs, skipped, err := collection.Read(ctx, col.Tree, func(ctx context.Context, id string) (*outline.Document, error) {
+		return c.Document(ctx, token, id)
+	})
 	if err != nil {
 		return cr, err
 	}
@@ -157,42 +157,4 @@ func (s *Server) outlineCollectionRequest(r *http.Request, id string, enter func
 	}
 	cr.Collection.ID, cr.Collection.URL, cr.Collection.Title = col.ID, c.BaseURL().String(), name
 	return cr, nil
-}
-
-// readTree reads the documents of a collection's tree in order, as the
-// reader: those they may download become chapters, those they may only
-// read are skipped with the reason, and one they cannot read at all
-// (access changed since the tree was read, or deleted meanwhile) is left
-// out. Reading stops with 413 once the texts pass
-// limits.MaxCollectionBytes.
-func readTree(ctx context.Context, c *outline.Client, token string, tree []outline.TreeNode) ([]collection.Doc, []collection.Skipped, error) {
-	var docs []collection.Doc
-	var skipped []collection.Skipped
-	total := 0
-	var walk func(nodes []outline.TreeNode, depth int) error
-	walk = func(nodes []outline.TreeNode, depth int) error {
-		for _, n := range nodes {
-			doc, err := c.Document(ctx, token, n.ID)
-			var api *outline.APIError
-			switch {
-			case errors.Is(err, outline.ErrNoDownload):
-				skipped = append(skipped, collection.Skipped{Title: doc.Title, Why: "you may read it but not download it"})
-			case errors.Is(err, outline.ErrDeleted),
-				errors.As(err, &api) && (api.Status == http.StatusForbidden && api.Code == outline.CodeAuthorization || api.Status == http.StatusNotFound):
-			case err != nil:
-				return err
-			default:
-				total += len(doc.Text)
-				if total > limits.MaxCollectionBytes {
-					return limits.TooLargeThan(int64(total), limits.MaxCollectionBytes)
-				}
-				docs = append(docs, collection.Doc{Title: doc.Title, Depth: depth, Text: doc.Text})
-			}
-			if err := walk(n.Children, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return docs, skipped, walk(tree, 0)
 }

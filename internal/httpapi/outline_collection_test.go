@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline/outlinetest"
@@ -189,10 +190,10 @@ func TestOutlineCollectionRefusals(t *testing.T) {
 		status            int
 		code              string
 	}{
-		{"no access", "/render/collection/" + private.ID, nina.Token, 403, CodeForbidden},
-		{"unknown", "/render/collection/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b", e.jane.Token, 404, CodeNotFound},
+		{"no access", "/render/collection/" + private.ID, nina.Token, 403, httperr.CodeForbidden},
+		{"unknown", "/render/collection/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b", e.jane.Token, 404, httperr.CodeNotFound},
 		{"malformed", "/render/collection/a%2Fb", e.jane.Token, 400, limits.CodeInvalid},
-		{"no cookie", "/render/collection/" + private.ID, "", 401, CodeUnauthorized},
+		{"no cookie", "/render/collection/" + private.ID, "", 401, httperr.CodeUnauthorized},
 		{"too large together", "/render/collection/" + big.ID, e.jane.Token, 413, limits.CodeTooLarge},
 		{"empty", "/render/collection/" + empty.URLID, e.jane.Token, 422, limits.CodeInvalid},
 	}
@@ -223,7 +224,7 @@ func BenchmarkOutlineCollection(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { pool.Close(context.Background()) })
+	b.Cleanup(func() { _ = pool.Close(context.Background()) })
 	f := newCollectionFixtureWith(b, olOptions{tex: true, engine: pool,
 		admission: admission.Config{Slots: 1, QueueDepth: 4, PerUser: 1, MaxWait: time.Minute}})
 	e := f.e
@@ -266,7 +267,7 @@ func TestOutlineCollectionJob(t *testing.T) {
 	e.fake.AddDocument(outlinetest.Document{Title: "Expenses", Text: "Keep receipts.", CollectionID: col.ID, ParentID: top.ID, CreatedBy: author})
 	source := map[string]any{"source": map[string]any{"outline": map[string]any{"collectionId": col.URLID}}}
 
-	e.do(as(jsonBody("", source, nil), nina.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
+	e.do(as(jsonBody("", source, nil), nina.Token)).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
 	v := e.do(as(jsonBody("", source, nil), jane.Token)).view(t, http.StatusAccepted)
 	v = e.waitState(jane.Token, v.ID, jobs.StateSucceeded)
 	if v.State != jobs.StateSucceeded {
@@ -284,5 +285,5 @@ func TestOutlineCollectionJob(t *testing.T) {
 	}
 	// Jane leaves the collection: her next download is refused.
 	e.fake.AddCollection(outlinetest.Collection{ID: col.ID, URLID: col.URLID, Name: col.Name, Private: true})
-	e.do(as(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/result"}, jane.Token)).wantError(t, http.StatusForbidden, CodeForbidden)
+	e.do(as(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/result"}, jane.Token)).wantError(t, http.StatusForbidden, httperr.CodeForbidden)
 }

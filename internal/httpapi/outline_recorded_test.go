@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline/outlinetest"
 )
@@ -62,10 +63,10 @@ func TestOutlinePrivateCollection(t *testing.T) {
 		source            limits.Source
 		code              string
 	}{
-		{"member without access", "/render/" + pvt.ID, nina.Token, 403, limits.SourceAuth, CodeForbidden},
-		{"viewer outside the collection", "/render/" + pvt.URLID, vera.Token, 403, limits.SourceAuth, CodeForbidden},
-		{"expired session", "/render/" + pvt.ID, eve.Token, 401, limits.SourceAuth, CodeUnauthorized},
-		{"garbage session", "/render/" + pvt.ID, "garbage.token", 401, limits.SourceAuth, CodeUnauthorized},
+		{"member without access", "/render/" + pvt.ID, nina.Token, 403, limits.SourceAuth, httperr.CodeForbidden},
+		{"viewer outside the collection", "/render/" + pvt.URLID, vera.Token, 403, limits.SourceAuth, httperr.CodeForbidden},
+		{"expired session", "/render/" + pvt.ID, eve.Token, 401, limits.SourceAuth, httperr.CodeUnauthorized},
+		{"garbage session", "/render/" + pvt.ID, "garbage.token", 401, limits.SourceAuth, httperr.CodeUnauthorized},
 		{"deleted document", "/render/" + trashed.ID, alice.Token, 410, limits.SourceDocument, CodeDeleted},
 		{"status of a deleted document", "/status/" + trashed.ID, alice.Token, 200, "", ""},
 	}
@@ -94,7 +95,7 @@ func TestOutlinePrivateCollection(t *testing.T) {
 	if a.status != http.StatusForbidden {
 		t.Fatalf("402 from Outline: GET /render = %d, want 403: %s", a.status, a.body)
 	}
-	if p := a.problems(t)[0]; p.Code != CodeForbidden || !strings.Contains(p.Message, "payment required") {
+	if p := a.problems(t)[0]; p.Code != httperr.CodeForbidden || !strings.Contains(p.Message, "payment required") {
 		t.Errorf("402 from Outline: problem = %+v, want forbidden naming the payment", p)
 	}
 }
@@ -231,7 +232,9 @@ func TestOutlineConstructs(t *testing.T) {
 				}
 			}
 			if *keepPDFs != "" {
-				os.WriteFile(filepath.Join(*keepPDFs, tt.file+".pdf"), a.body, 0o644)
+				if err := os.WriteFile(filepath.Join(*keepPDFs, tt.file+".pdf"), a.body, 0o644); err != nil {
+					t.Error(err)
+				}
 			}
 			if tt.file == "emoji.md" {
 				// The custom emoji is the one image, at its own size.

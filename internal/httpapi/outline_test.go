@@ -24,12 +24,14 @@ import (
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/fetch"
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/outline/outlinetest"
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // The tests of the Outline routes run the real server (httpapi over a real
@@ -66,6 +68,8 @@ type olOptions struct {
 	outline []outline.Option
 	// engine, when set with tex, replaces the cold runner (a warm pool).
 	engine render.Engine
+	// diagrams, when set with tex, draws diagrams (render.Config.Diagrams).
+	diagrams render.Drawer
 }
 
 // olKeys is an Authenticator with one API key, to prove that /v1/render
@@ -172,7 +176,7 @@ func newOlEnv(t testing.TB, o olOptions) *olEnv {
 			engine = o.engine
 		}
 	}
-	pipeline := render.New(render.Config{Engine: engine, TempDir: t.TempDir()})
+	pipeline := render.New(render.Config{Engine: engine, TempDir: t.TempDir(), Diagrams: o.diagrams})
 	var renderer Renderer = pipeline
 	if !o.tex {
 		renderer = olRefusingRenderer{t}
@@ -189,11 +193,9 @@ func newOlEnv(t testing.TB, o olOptions) *olEnv {
 	e.adm = mustAdmission(t, ac)
 	e.apiKey = "key-alice"
 	srv := mustServer(t, Config{
-		Pipeline:  pipeline,
-		Renderer:  e.rendered,
-		Admission: e.adm,
-		Auth:      olKeys{e.apiKey: {"alice", "acme"}},
-		Outline:   client,
+		Capacity: mustCapacity(t, worker.Config{Pipeline: pipeline, Renderer: e.rendered, Admission: e.adm}),
+		Auth:     olKeys{e.apiKey: {"alice", "acme"}},
+		Outline:  client,
 	})
 	e.srv = httptest.NewServer(srv.Handler())
 	t.Cleanup(e.srv.Close)
@@ -243,7 +245,7 @@ func (e *olEnv) get(path, token string, decorate func(*http.Request)) olAnswer {
 	if err != nil {
 		e.t.Fatalf("GET %s: %v", path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		e.t.Fatalf("GET %s: read body: %v", path, err)
@@ -480,20 +482,20 @@ func TestOutlineRefusals(t *testing.T) {
 		{"malformed id", "/render/abc", e.jane.Token, 400, limits.SourceRequest, limits.CodeInvalid, false},
 		{"malformed id with punctuation", "/render/x%21y%21z%21abcdefghij", e.jane.Token, 400, limits.SourceRequest, limits.CodeInvalid, false},
 		{"malformed id without cookie", "/render/abc", "", 400, limits.SourceRequest, limits.CodeInvalid, false},
-		{"no cookie", "/render/" + e.doc.ID, "", 401, limits.SourceAuth, CodeUnauthorized, false},
-		{"an API key in the cookie", "/render/" + e.doc.ID, "ol_api_abcdef", 401, limits.SourceAuth, CodeUnauthorized, false},
-		{"unknown session", "/render/" + e.doc.ID, "tok.nobody", 401, limits.SourceAuth, CodeUnauthorized, true},
-		{"reader without access", "/render/" + e.private.ID, e.bob.Token, 403, limits.SourceAuth, CodeForbidden, true},
-		{"another team's document", "/render/" + e.alien.ID, e.jane.Token, 403, limits.SourceAuth, CodeForbidden, true},
-		{"reader of another team", "/render/" + e.doc.ID, e.olga.Token, 403, limits.SourceAuth, CodeForbidden, true},
-		{"suspended user", "/render/" + e.doc.ID, e.sam.Token, 403, limits.SourceAuth, CodeForbidden, true},
-		{"no download right", "/render/" + e.noDL.ID, e.jane.Token, 403, limits.SourceAuth, CodeForbidden, true},
-		{"unknown document", "/render/" + unknown, e.jane.Token, 404, limits.SourceRequest, CodeNotFound, true},
-		{"unknown urlId", "/render/some-title-ZZZZZZZZZZ", e.jane.Token, 404, limits.SourceRequest, CodeNotFound, true},
+		{"no cookie", "/render/" + e.doc.ID, "", 401, limits.SourceAuth, httperr.CodeUnauthorized, false},
+		{"an API key in the cookie", "/render/" + e.doc.ID, "ol_api_abcdef", 401, limits.SourceAuth, httperr.CodeUnauthorized, false},
+		{"unknown session", "/render/" + e.doc.ID, "tok.nobody", 401, limits.SourceAuth, httperr.CodeUnauthorized, true},
+		{"reader without access", "/render/" + e.private.ID, e.bob.Token, 403, limits.SourceAuth, httperr.CodeForbidden, true},
+		{"another team's document", "/render/" + e.alien.ID, e.jane.Token, 403, limits.SourceAuth, httperr.CodeForbidden, true},
+		{"reader of another team", "/render/" + e.doc.ID, e.olga.Token, 403, limits.SourceAuth, httperr.CodeForbidden, true},
+		{"suspended user", "/render/" + e.doc.ID, e.sam.Token, 403, limits.SourceAuth, httperr.CodeForbidden, true},
+		{"no download right", "/render/" + e.noDL.ID, e.jane.Token, 403, limits.SourceAuth, httperr.CodeForbidden, true},
+		{"unknown document", "/render/" + unknown, e.jane.Token, 404, limits.SourceRequest, httperr.CodeNotFound, true},
+		{"unknown urlId", "/render/some-title-ZZZZZZZZZZ", e.jane.Token, 404, limits.SourceRequest, httperr.CodeNotFound, true},
 		{"rate limited by Outline", "/render/" + e.doc.ID, e.rita.Token, 429, limits.SourceService, CodeRateLimited, true},
-		{"status: no cookie", "/status/" + e.doc.ID, "", 401, limits.SourceAuth, CodeUnauthorized, false},
-		{"status: no access", "/status/" + e.private.ID, e.bob.Token, 403, limits.SourceAuth, CodeForbidden, true},
-		{"status: unknown document", "/status/" + unknown, e.jane.Token, 404, limits.SourceRequest, CodeNotFound, true},
+		{"status: no cookie", "/status/" + e.doc.ID, "", 401, limits.SourceAuth, httperr.CodeUnauthorized, false},
+		{"status: no access", "/status/" + e.private.ID, e.bob.Token, 403, limits.SourceAuth, httperr.CodeForbidden, true},
+		{"status: unknown document", "/status/" + unknown, e.jane.Token, 404, limits.SourceRequest, httperr.CodeNotFound, true},
 		{"status: malformed id", "/status/abc", e.jane.Token, 400, limits.SourceRequest, limits.CodeInvalid, false},
 	}
 	for _, tt := range tests {
@@ -552,7 +554,7 @@ func TestOutlineAuthSeparation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("POST /v1/render with only an Outline cookie = %d, want 401", resp.StatusCode)
 	}
@@ -759,8 +761,9 @@ func TestOutlinePerUserLimit(t *testing.T) {
 		var body struct {
 			Admission struct{ Running, Queued int } `json:"admission"`
 		}
-		json.Unmarshal(st.body, &body)
-		if body.Admission.Running != 1 {
+		if err := json.Unmarshal(st.body, &body); err != nil {
+			t.Errorf("/status body: %v: %s", err, st.body)
+		} else if body.Admission.Running != 1 {
 			t.Errorf("/status admission.running = %d, want 1: %s", body.Admission.Running, st.body)
 		}
 	}
@@ -826,7 +829,7 @@ func TestOutlineStatus(t *testing.T) {
 	}{
 		{"renderable with images", withImages.ID, true, "Pictures", ""},
 		{"slug-urlId", "welcome-" + e.doc.URLID, true, "Welcome", ""},
-		{"no download right", e.noDL.ID, false, "Read only", CodeForbidden},
+		{"no download right", e.noDL.ID, false, "Read only", httperr.CodeForbidden},
 		{"math outside the allowlist", badMath.ID, false, "Math", limits.CodeMath},
 	}
 	for _, tt := range tests {
@@ -889,9 +892,7 @@ func onlyOutline(dials []string, s *outlinetest.Server) bool {
 // the error list.
 func TestOutlineNotConfigured(t *testing.T) {
 	srv := mustServer(t, Config{
-		Pipeline:  render.New(render.Config{}),
-		Renderer:  olRefusingRenderer{t},
-		Admission: mustAdmission(t, admission.Config{Slots: 1, QueueDepth: 1, PerUser: 1}),
+		Capacity: mustCapacity(t, worker.Config{Pipeline: render.New(render.Config{}), Renderer: olRefusingRenderer{t}, Admission: mustAdmission(t, admission.Config{Slots: 1, QueueDepth: 1, PerUser: 1})}),
 	})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
@@ -901,7 +902,7 @@ func TestOutlineNotConfigured(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "outline.url") {
 			t.Errorf("GET %s without Outline = %d %s, want 404 naming outline.url", path, resp.StatusCode, body)
 		}
@@ -917,18 +918,24 @@ func TestOutlineAnswer(t *testing.T) {
 		code   string
 		retry  int
 	}{
-		{&outline.APIError{Status: 401, Code: outline.CodeAuthenticationRequired}, 401, limits.SourceAuth, CodeUnauthorized, 0},
-		{&outline.APIError{Status: 403, Code: outline.CodeUserSuspended}, 403, limits.SourceAuth, CodeForbidden, 0},
-		{&outline.APIError{Status: 403, Code: outline.CodeAuthorization}, 403, limits.SourceAuth, CodeForbidden, 0},
-		{&outline.APIError{Status: 404, Code: outline.CodeNotFound}, 404, limits.SourceRequest, CodeNotFound, 0},
+		{&outline.APIError{Status: 401, Code: outline.CodeAuthenticationRequired}, 401, limits.SourceAuth, httperr.CodeUnauthorized, 0},
+		{&outline.APIError{Status: 403, Code: outline.CodeUserSuspended}, 403, limits.SourceAuth, httperr.CodeForbidden, 0},
+		{&outline.APIError{Status: 403, Code: outline.CodeAuthorization}, 403, limits.SourceAuth, httperr.CodeForbidden, 0},
+		{&outline.APIError{Status: 404, Code: outline.CodeNotFound}, 404, limits.SourceRequest, httperr.CodeNotFound, 0},
 		{&outline.APIError{Status: 400, Code: outline.CodeValidation}, 400, limits.SourceRequest, limits.CodeInvalid, 0},
 		{&outline.APIError{Status: 429, Code: outline.CodeRateLimited, RetryAfter: 1500 * time.Millisecond}, 429, limits.SourceService, CodeRateLimited, 2},
 		{&outline.APIError{Status: 429, Code: outline.CodeRateLimited}, 429, limits.SourceService, CodeRateLimited, 1},
 		{&outline.APIError{Status: 405, Code: "method_not_allowed"}, 502, limits.SourceService, CodeUnavailable, 0},
-		{fmt.Errorf("document x: %w", outline.ErrNoDownload), 403, limits.SourceAuth, CodeForbidden, 0},
+		{fmt.Errorf("document x: %w", outline.ErrNoDownload), 403, limits.SourceAuth, httperr.CodeForbidden, 0},
 		{fmt.Errorf("documents.info: %w", outline.ErrTooLarge), 413, limits.SourceDocument, limits.CodeTooLarge, 0},
 		{fmt.Errorf("%w: auth.info: status 500", outline.ErrUnavailable), 502, limits.SourceService, CodeUnavailable, 0},
-		{errOutlineOff, 404, limits.SourceRequest, CodeNotFound, 0},
+		{errOutlineOff, 404, limits.SourceRequest, httperr.CodeNotFound, 0},
+		{errNoCookie, 401, limits.SourceAuth, httperr.CodeUnauthorized, 0},
+		{errDocumentID, 400, limits.SourceRequest, limits.CodeInvalid, 0},
+		{errCollectionID, 400, limits.SourceRequest, limits.CodeInvalid, 0},
+		{fmt.Errorf("auth.info: %w", outline.ErrSuspended), 403, limits.SourceAuth, httperr.CodeForbidden, 0},
+		{&outline.APIError{Status: 402, Code: outline.CodePaymentRequired}, 403, limits.SourceAuth, httperr.CodeForbidden, 0},
+		{fmt.Errorf("document x: %w", outline.ErrDeleted), 410, limits.SourceDocument, CodeDeleted, 0},
 	}
 	for _, tt := range tests {
 		status, problems, retry := errorAnswer(tt.err)

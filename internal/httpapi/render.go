@@ -16,12 +16,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
-	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // Bounds of a request body: the Markdown, the images and some room for
@@ -66,19 +68,19 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 // renderAPI is POST /v1/render, in the order of SPEC §4 with the bounds of
 // issue 10: authenticate → count the user (before the body is read) →
 // read the body → cheap checks within the check budget → fetch and
-// validate images → take a slot → render.
+// validate images → take a slot → render (worker.Ticket).
 func (s *Server) renderAPI(w http.ResponseWriter, r *http.Request) {
 	id, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.enter(id)
+	t, err := s.enter(id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer a.done()
+	defer t.Done()
 	sp := s.newSpool()
 	defer sp.remove()
 	req, err := s.readRenderRequest(w, r, sp, nil)
@@ -87,95 +89,27 @@ func (s *Server) renderAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Images = images.Chain(req.Images, s.cfg.RemoteImages)
-	checked, err := s.check(r.Context(), a, req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.fetchAndRender(r, a, checked)
-	a.done() // the slot is free before a large PDF goes to a slow client
+	res, err := s.checkAndRender(r.Context(), t, req)
+	t.Done() // the slot is free before a large PDF goes to a slow client
 	sp.remove()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.log.InfoContext(r.Context(), "rendered", "request_id", requestID(r.Context()), "user", id.user, "tenant", id.tenant,
+	s.log.InfoContext(r.Context(), "rendered", "request_id", httperr.RequestID(r.Context()), "user", id.user, "tenant", id.tenant,
 		"pages", res.Pages, "runs", res.Runs, "bytes", len(res.PDF), "render_ms", res.Duration.Milliseconds(),
 		"cpu_ms", res.CPU.Milliseconds(), "warnings", len(res.Warnings))
 	writePDF(w, res)
 }
 
-// Render results recorded besides "ok" and the limits codes: the client
-// went away mid-render, or the render failed in a way that is ours.
-const (
-	resultCanceled = "canceled"
-	resultInternal = "internal"
-)
-
-// fetchAndRender fetches the images, takes a slot and renders, for a
-// request already counted against its user (a). The caller gives the
-// ticket back (a.done) on every path: success, error, panic (its deferred
-// done runs while the panic unwinds), a client that disconnects (its
-// context ends the wait or the render) and timeouts. a.took is set to the
-// render's duration for the Retry-After estimate; it stays 0 (records
-// nothing) when no render ran, it panicked, or the client left, since none
-// of those says how long a render takes.
-func (s *Server) fetchAndRender(r *http.Request, a *admitted, checked *render.Checked) (*render.Result, error) {
-	ctx := r.Context()
-	prepared, err := s.cfg.Pipeline.Fetch(ctx, checked)
+// checkAndRender is the rest of SPEC §4 for a request counted by t: the
+// cheap checks, then the images, a slot and the render.
+func (s *Server) checkAndRender(ctx context.Context, t *worker.Ticket, req render.Request) (*render.Result, error) {
+	checked, err := t.Check(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	ticket := a.t
-	err = ticket.Acquire(ctx)
-	s.obs.ObserveQueueWait(ticket.Waited())
-	if err != nil {
-		s.refused(err)
-		return nil, err
-	}
-
-	start := time.Now()
-	finished := false
-	defer func() {
-		if !finished { // the renderer panicked; the panic goes on unwinding
-			s.obs.ObserveRender(time.Since(start), resultInternal)
-		}
-	}()
-	res, err := s.renderer.Render(ctx, prepared, nil)
-	finished = true
-	d := time.Since(start)
-	result := renderResult(ctx, err)
-	s.obs.ObserveRender(d, result)
-	if res != nil {
-		s.obs.ObserveRenderMemory(res.MaxRSS)
-	}
-	if result != resultCanceled && result != resultInternal {
-		a.took = d
-	}
-	return res, err
-}
-
-// renderResult is the metrics label of a render's outcome: "ok", the code
-// of a client-facing error, "canceled" or "internal". The set is bounded.
-func renderResult(ctx context.Context, err error) string {
-	var le *limits.Error
-	switch {
-	case err == nil:
-		return "ok"
-	case ctx.Err() != nil:
-		return resultCanceled
-	case errors.As(err, &le) && le.Code() != "":
-		return le.Code()
-	}
-	return resultInternal
-}
-
-// refused counts a 429 for metrics.
-func (s *Server) refused(err error) {
-	var ref *admission.Refusal
-	if errors.As(err, &ref) {
-		s.obs.Refused(ref.Code)
-	}
+	return t.Render(ctx, checked)
 }
 
 // writePDF answers with the PDF: never cached (SPEC §4, no render cache),
@@ -188,7 +122,8 @@ func writePDF(w http.ResponseWriter, res *render.Result) {
 	h.Set("Content-Length", strconv.Itoa(len(res.PDF)))
 	h.Set("X-Outprint-Pages", strconv.Itoa(res.Pages))
 	w.WriteHeader(http.StatusOK)
-	w.Write(res.PDF)
+	// The status is sent: a failed write is a client gone, with no one to tell.
+	_, _ = w.Write(res.PDF)
 }
 
 // contentDisposition names the file after the title: a plain ASCII name
@@ -196,30 +131,16 @@ func writePDF(w http.ResponseWriter, res *render.Result) {
 // 8187). The title is user text, so both are built from an allowlist of
 // characters: nothing in it can end the header value or add a parameter.
 func contentDisposition(title string) string {
-	// The title is the first heading unless metadata names one, and a
-	// heading can be 500 KB: a header that long makes clients drop the
-	// whole answer, so the name is cut at maxFileNameRunes.
-	if n := 0; len(title) > maxFileNameRunes {
-		for i := range title {
-			if n == maxFileNameRunes {
-				title = strings.TrimRight(title[:i], " ")
-				break
-			}
-			n++
-		}
-	}
+	title = cutRunes(title, maxFileNameRunes)
 	var ascii, ext strings.Builder
 	for _, r := range title {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			continue // control characters have no place in a file name
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Bidi_Control, r) || r == 0x2028 || r == 0x2029 {
+			// Control characters have no place in a file name, and a
+			// bidirectional override (U+202E) makes "report‮fdp.exe"
+			// show as "reportexe.pdf".
+			continue
 		}
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
-			r == ' ', r == '-', r == '_', r == '.', r == ',', r == '(', r == ')':
-			ascii.WriteRune(r)
-		default:
-			ascii.WriteByte('_')
-		}
+		ascii.WriteByte(asciiFileChar(r))
 		var buf [utf8.UTFMax]byte
 		for _, b := range buf[:utf8.EncodeRune(buf[:], r)] {
 			if isAttrChar(b) {
@@ -237,6 +158,34 @@ func contentDisposition(title string) string {
 		return fmt.Sprintf(`attachment; filename="%s.pdf"`, name)
 	}
 	return fmt.Sprintf(`attachment; filename="%s.pdf"; filename*=UTF-8''%s.pdf`, name, ext.String())
+}
+
+// cutRunes cuts s to at most n characters, and the spaces before the cut.
+// The title is the first heading unless metadata names one, and a heading
+// can be 500 KB: a header that long makes clients drop the whole answer.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	count := 0
+	for i := range s {
+		if count == n {
+			return strings.TrimRight(s[:i], " ")
+		}
+		count++
+	}
+	return s
+}
+
+// asciiFileChar is r in the plain file name: itself when it is a letter,
+// digit or harmless punctuation, '_' otherwise.
+func asciiFileChar(r rune) byte {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+		r == ' ', r == '-', r == '_', r == '.', r == ',', r == '(', r == ')':
+		return byte(r)
+	}
+	return '_'
 }
 
 // maxFileNameRunes bounds the file name of Content-Disposition, in
@@ -267,22 +216,8 @@ func (s *Server) readRenderRequest(w http.ResponseWriter, r *http.Request, sp *s
 	if err != nil {
 		return render.Request{}, errUnsupported
 	}
-	// The deadline covers the body only. It is lifted once the body is
-	// read: net/http watches an idle connection for the client going away
-	// with a read, and a deadline passing there would cancel the request's
-	// context in the middle of its render.
-	//
-	// When the body timed out the deadline stays: net/http reads what is
-	// left of an unread body before it answers, and that read must fail
-	// at once rather than wait for the stalled client.
-	rc := http.NewResponseController(w)
-	if derr := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); derr == nil {
-		defer func() {
-			if !errors.Is(err, errBodyTimeout) {
-				rc.SetReadDeadline(time.Time{})
-			}
-		}()
-	}
+	lift := s.bodyDeadline(w) // the body only, not the render
+	defer func() { lift(err) }()
 	switch mt {
 	case "multipart/form-data":
 		if r.ContentLength > maxBodyBytes {
@@ -317,15 +252,15 @@ func readJSON(r *http.Request) (render.Request, error) {
 			return render.Request{}, limits.TooLarge(mbe.Limit)
 		}
 		if isTimeout(err) {
-			return render.Request{}, errBodyTimeout
+			return render.Request{}, httperr.ErrBodyTimeout
 		}
-		if clientGone(r.Context()) {
+		if httperr.ClientGone(r.Context()) {
 			return render.Request{}, r.Context().Err()
 		}
-		return render.Request{}, badRequest("", `the body is not a JSON object {"markdown": string, "metadata": object}: `+err.Error())
+		return render.Request{}, httperr.BadRequest("", `the body is not a JSON object {"markdown": string, "metadata": object}: `+err.Error())
 	}
 	if body.Markdown == nil {
-		return render.Request{}, badRequest("markdown", "markdown is required")
+		return render.Request{}, httperr.BadRequest("markdown", "markdown is required")
 	}
 	if len(*body.Markdown) > limits.MaxMarkdownBytes {
 		return render.Request{}, limits.TooLarge(int64(len(*body.Markdown)))
@@ -343,11 +278,9 @@ func readJSON(r *http.Request) (render.Request, error) {
 func readMultipart(r *http.Request, sp *spool, callback **string) (render.Request, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return render.Request{}, badRequest("", "the multipart body cannot be read: "+err.Error())
+		return render.Request{}, httperr.BadRequest("", "the multipart body cannot be read: "+err.Error())
 	}
-	req := render.Request{Name: "document.md"}
-	assets := sp.files
-	var haveDoc, haveMeta bool
+	u := &uploadReader{r: r, sp: sp, callback: callback, req: render.Request{Name: "document.md"}}
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -356,76 +289,111 @@ func readMultipart(r *http.Request, sp *spool, callback **string) (render.Reques
 		if err != nil {
 			return render.Request{}, partError(r, err)
 		}
-		switch part.FormName() {
-		case "document":
-			if haveDoc {
-				return render.Request{}, badRequest("document", "send one document part")
-			}
-			haveDoc = true
-			b, err := io.ReadAll(io.LimitReader(part, limits.MaxMarkdownBytes+1))
-			if err != nil {
-				return render.Request{}, partError(r, err)
-			}
-			if len(b) > limits.MaxMarkdownBytes {
-				return render.Request{}, limits.TooLarge(int64(len(b)))
-			}
-			req.Markdown = b
-			if name := rawFileName(part); name != "" {
-				req.Name = path.Base(name)
-			}
-		case "metadata":
-			if haveMeta {
-				return render.Request{}, badRequest("metadata", "send one metadata part")
-			}
-			haveMeta = true
-			b, err := io.ReadAll(io.LimitReader(part, maxMetadataBytes+1))
-			if err != nil {
-				return render.Request{}, partError(r, err)
-			}
-			if len(b) > maxMetadataBytes {
-				return render.Request{}, badRequest("metadata", fmt.Sprintf("the metadata part is larger than %d bytes", maxMetadataBytes))
-			}
-			req.Metadata = b
-		case "asset":
-			name := rawFileName(part)
-			if name == "" {
-				return render.Request{}, badRequest("asset", "an asset part needs a file name: the path the Markdown uses")
-			}
-			if _, dup := assets[name]; dup {
-				return render.Request{}, badRequest("asset", fmt.Sprintf("asset %q is sent twice", name))
-			}
-			if len(assets) >= limits.MaxImages {
-				return render.Request{}, limits.Invalid(limits.Problem{Field: "asset", Source: limits.SourceImage, Code: limits.CodeImage,
-					Message: fmt.Sprintf("too many asset parts: at most %d images per document", limits.MaxImages)})
-			}
-			if err := sp.add(name, part); err != nil {
-				return render.Request{}, partError(r, err)
-			}
-		case "callbackUrl":
-			if callback == nil {
-				return render.Request{}, badRequest(part.FormName(), fmt.Sprintf("unknown part %q: use document, metadata and asset", part.FormName()))
-			}
-			if *callback != nil {
-				return render.Request{}, badRequest("callbackUrl", "send one callbackUrl part")
-			}
-			b, err := io.ReadAll(io.LimitReader(part, maxCallbackPart+1))
-			if err != nil {
-				return render.Request{}, partError(r, err)
-			}
-			if len(b) > maxCallbackPart {
-				return render.Request{}, badRequest("callbackUrl", fmt.Sprintf("the callbackUrl part is larger than %d bytes", maxCallbackPart))
-			}
-			v := string(b)
-			*callback = &v
-		default:
-			return render.Request{}, badRequest(part.FormName(), fmt.Sprintf("unknown part %q: use document, metadata and asset", part.FormName()))
+		if err := u.part(part); err != nil {
+			return render.Request{}, err
 		}
 	}
-	if !haveDoc {
-		return render.Request{}, badRequest("document", "the document part is required")
+	if !u.haveDoc {
+		return render.Request{}, httperr.BadRequest("document", "the document part is required")
 	}
-	req.Images = assets
-	return req, nil
+	u.req.Images = sp.files
+	return u.req, nil
+}
+
+// uploadReader takes the parts of one multipart render request.
+type uploadReader struct {
+	r                 *http.Request
+	sp                *spool
+	callback          **string
+	req               render.Request
+	haveDoc, haveMeta bool
+}
+
+// part takes one part: the document, the metadata, an asset, or (for a
+// job) the callbackUrl.
+func (u *uploadReader) part(part *multipart.Part) error {
+	switch name := part.FormName(); {
+	case name == "document":
+		return u.document(part)
+	case name == "metadata":
+		return u.metadata(part)
+	case name == "asset":
+		return u.asset(part)
+	case name == "callbackUrl" && u.callback != nil:
+		return u.callbackURL(part)
+	default:
+		return httperr.BadRequest(name, fmt.Sprintf("unknown part %q: use document, metadata and asset", name))
+	}
+}
+
+func (u *uploadReader) document(part *multipart.Part) error {
+	if u.haveDoc {
+		return httperr.BadRequest("document", "send one document part")
+	}
+	u.haveDoc = true
+	b, err := io.ReadAll(io.LimitReader(part, limits.MaxMarkdownBytes+1))
+	if err != nil {
+		return partError(u.r, err)
+	}
+	if len(b) > limits.MaxMarkdownBytes {
+		return limits.TooLarge(int64(len(b)))
+	}
+	u.req.Markdown = b
+	if name := rawFileName(part); name != "" {
+		u.req.Name = path.Base(name)
+	}
+	return nil
+}
+
+func (u *uploadReader) metadata(part *multipart.Part) error {
+	if u.haveMeta {
+		return httperr.BadRequest("metadata", "send one metadata part")
+	}
+	u.haveMeta = true
+	b, err := io.ReadAll(io.LimitReader(part, maxMetadataBytes+1))
+	if err != nil {
+		return partError(u.r, err)
+	}
+	if len(b) > maxMetadataBytes {
+		return httperr.BadRequest("metadata", fmt.Sprintf("the metadata part is larger than %d bytes", maxMetadataBytes))
+	}
+	u.req.Metadata = b
+	return nil
+}
+
+// asset spools an image part to disk under the path the Markdown uses.
+func (u *uploadReader) asset(part *multipart.Part) error {
+	name := rawFileName(part)
+	if name == "" {
+		return httperr.BadRequest("asset", "an asset part needs a file name: the path the Markdown uses")
+	}
+	if _, dup := u.sp.files[name]; dup {
+		return httperr.BadRequest("asset", fmt.Sprintf("asset %q is sent twice", name))
+	}
+	if len(u.sp.files) >= limits.MaxImages {
+		return limits.Invalid(limits.Problem{Field: "asset", Source: limits.SourceImage, Code: limits.CodeImage,
+			Message: fmt.Sprintf("too many asset parts: at most %d images per document", limits.MaxImages)})
+	}
+	if err := u.sp.add(name, part); err != nil {
+		return partError(u.r, err)
+	}
+	return nil
+}
+
+func (u *uploadReader) callbackURL(part *multipart.Part) error {
+	if *u.callback != nil {
+		return httperr.BadRequest("callbackUrl", "send one callbackUrl part")
+	}
+	b, err := io.ReadAll(io.LimitReader(part, maxCallbackPart+1))
+	if err != nil {
+		return partError(u.r, err)
+	}
+	if len(b) > maxCallbackPart {
+		return httperr.BadRequest("callbackUrl", fmt.Sprintf("the callbackUrl part is larger than %d bytes", maxCallbackPart))
+	}
+	v := string(b)
+	*u.callback = &v
+	return nil
 }
 
 // partError sorts a failure to read the multipart body: over the body's
@@ -436,16 +404,33 @@ func partError(r *http.Request, err error) error {
 	case errors.As(err, &mbe):
 		return errRequestTooBig
 	case isTimeout(err):
-		return errBodyTimeout
-	case clientGone(r.Context()):
+		return httperr.ErrBodyTimeout
+	case httperr.ClientGone(r.Context()):
 		return r.Context().Err()
 	}
-	return badRequest("", "the multipart body cannot be read: "+err.Error())
+	return httperr.BadRequest("", "the multipart body cannot be read: "+err.Error())
 }
 
-// errBodyTimeout is a body that did not arrive within BodyTimeout.
-var errBodyTimeout = &requestError{status: http.StatusRequestTimeout,
-	message: "the request body did not arrive in time; send it without pauses"}
+// bodyDeadline bounds reading the request body by BodyTimeout. The
+// returned lift takes the bound off once the body is read: net/http
+// watches an idle connection for the client going away with a read, and a
+// deadline passing there would cancel the request's context in the middle
+// of its render. When the body timed out (err) the deadline stays: net/http
+// reads what is left of an unread body before it answers, and that read
+// must fail at once rather than wait for the stalled client.
+func (s *Server) bodyDeadline(w http.ResponseWriter) (lift func(err error)) {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) != nil {
+		return func(error) {}
+	}
+	return func(err error) {
+		if !errors.Is(err, httperr.ErrBodyTimeout) {
+			// Setting it worked above, so lifting it can only fail on a
+			// connection already gone.
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+	}
+}
 
 // isTimeout reports whether err is a read deadline passing.
 func isTimeout(err error) bool {

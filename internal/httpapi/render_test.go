@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
 )
@@ -42,7 +43,9 @@ func TestRenderMultipartWithImage(t *testing.T) {
 		t.Errorf("pdftotext lacks the paragraph:\n%s", text)
 	}
 	path := filepath.Join(t.TempDir(), "img.pdf")
-	os.WriteFile(path, pdf, 0o600)
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command("pdfimages", "-list", path).Output()
 	if err != nil {
 		t.Fatalf("pdfimages: %v", err)
@@ -86,7 +89,7 @@ func TestAuth(t *testing.T) {
 		{"key without scheme", "key-ann"},
 	} {
 		a := send(ctx, tc.header, "ann")
-		a.wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+		a.wantError(t, http.StatusUnauthorized, httperr.CodeUnauthorized)
 		if a.header.Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: 401 without WWW-Authenticate", tc.name)
 		}
@@ -129,7 +132,7 @@ func TestAnonymous(t *testing.T) {
 	// Every anonymous request is the same user.
 	e.postJSON(context.Background(), "", doc("Again"), nil).wantError(t, http.StatusTooManyRequests, limits.CodeUserLimit)
 	// A key sent to an anonymous server is checked, not ignored.
-	e.postJSON(context.Background(), "some-key", doc("Keyed"), nil).wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+	e.postJSON(context.Background(), "some-key", doc("Keyed"), nil).wantError(t, http.StatusUnauthorized, httperr.CodeUnauthorized)
 	leave()
 	<-first
 	e.wantIdle()
@@ -137,7 +140,7 @@ func TestAnonymous(t *testing.T) {
 	// Outline configured, no API keys: not anonymous, so no credentials
 	// is a 401 (Outline readers use /render/{id} with their cookie).
 	o := newEnv(t, envOptions{yaml: "outline:\n  url: https://wiki.example.com\n"})
-	o.postJSON(context.Background(), "", doc("Outline"), nil).wantError(t, http.StatusUnauthorized, CodeUnauthorized)
+	o.postJSON(context.Background(), "", doc("Outline"), nil).wantError(t, http.StatusUnauthorized, httperr.CodeUnauthorized)
 }
 
 // TestContentDisposition: the file name comes from the title, and no
@@ -172,10 +175,10 @@ func TestErrorAnswer(t *testing.T) {
 		{"user limit", &admission.Refusal{Code: limits.CodeUserLimit, RetryAfter: 1500 * time.Millisecond}, 429, limits.CodeUserLimit, 2},
 		{"wrapped limits error", fmt.Errorf("render: %w", limits.TooManyPages(500)), 413, limits.CodeTooManyPages, 0},
 		{"timeout", limits.Timeout(time.Minute), 504, limits.CodeTimeout, 0},
-		{"closed", fmt.Errorf("acquire: %w", admission.ErrClosed), 503, CodeShuttingDown, 1},
-		{"not ready", notReady(errors.New("xelatex missing")), 503, CodeNotReady, 1},
-		{"no key", errNoCredentials, 401, CodeUnauthorized, 0},
-		{"bad request", badRequest("markdown", "markdown is required"), 400, limits.CodeInvalid, 0},
+		{"closed", fmt.Errorf("acquire: %w", admission.ErrClosed), 503, httperr.CodeShuttingDown, 1},
+		{"not ready", httperr.NotReady(errors.New("xelatex missing")), 503, httperr.CodeNotReady, 1},
+		{"no key", errNoCredentials, 401, httperr.CodeUnauthorized, 0},
+		{"bad request", httperr.BadRequest("markdown", "markdown is required"), 400, limits.CodeInvalid, 0},
 		{"body too big", errRequestTooBig, 413, limits.CodeTooLarge, 0},
 		{"internal", errors.New("open /var/secret: permission denied"), 500, limits.CodeInternal, 0},
 	}

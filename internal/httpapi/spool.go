@@ -2,14 +2,12 @@ package httpapi
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 
 	"github.com/outprint/outprint/internal/images"
+	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/render"
 )
@@ -65,37 +63,16 @@ func (sp *spool) add(name string, part io.Reader) error {
 // remove deletes the spooled files; it may be called more than once.
 func (sp *spool) remove() {
 	if sp.dir != "" {
-		os.RemoveAll(sp.dir)
+		// Best effort: a folder left behind costs only disk, and the
+		// answer does not depend on it.
+		_ = os.RemoveAll(sp.dir)
 		sp.dir = ""
 	}
 }
 
-// digest identifies an uploaded request for its Idempotency-Key, in the
-// encoding of jobs.RequestDigest (the document, metadata and assets as
-// the client sent them), from the sums taken while spooling, so that the
+// digest identifies an uploaded request for its Idempotency-Key
+// (jobs.UploadDigest), from the sums taken while spooling, so that the
 // assets need not be read again.
 func (sp *spool) digest(req render.Request) string {
-	h := sha256.New()
-	field := func(b []byte) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	field([]byte("outprint-job-v1"))
-	field([]byte("markdown"))
-	field([]byte(req.Name))
-	field(req.Markdown)
-	field(req.Metadata)
-	names := make([]string, 0, len(sp.sums))
-	for name := range sp.sums {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		field([]byte(name))
-		sum := sp.sums[name]
-		field(sum[:])
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return jobs.UploadDigest(req.Name, req.Markdown, req.Metadata, sp.sums)
 }

@@ -1,10 +1,9 @@
 package httpapi
 
 import (
-	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
@@ -34,17 +33,6 @@ type Callbacks interface {
 
 // maxCallbackPart bounds the callbackUrl part of a multipart job.
 const maxCallbackPart = 4 << 10
-
-// jobWebhookView is the "webhook" member of a job.
-type jobWebhookView struct {
-	State    string `json:"state"`
-	Attempts int    `json:"attempts"`
-	// LastStatus is the HTTP status of the last attempt; null before one
-	// and when it got no answer.
-	LastStatus *int `json:"lastStatus"`
-	// NextAttemptAt is null once the delivery is delivered or dead.
-	NextAttemptAt *time.Time `json:"nextAttemptAt"`
-}
 
 // callbackProblem is a 422 naming the callbackUrl field.
 func callbackProblem(message string) error {
@@ -80,9 +68,10 @@ func (s *Server) jobCallback(r *http.Request, c caller, raw *string) (*jobs.Call
 	return &jobs.Callback{URL: u, BaseURL: s.baseURL(r)}, nil
 }
 
-// baseURL is what job links are made absolute with: PublicURL, or the
-// scheme and Host the request came to. The Host is the client's own word,
-// and only its own webhooks carry it.
+// baseURL is what job links are made absolute with: PublicURL, or else
+// the address of the listener the request came in on (issue 24: it was
+// the request's Host header, the client's own word, which put a link of
+// the client's choosing into a signed webhook body).
 func (s *Server) baseURL(r *http.Request) string {
 	if s.cfg.PublicURL != "" {
 		return strings.TrimRight(s.cfg.PublicURL, "/")
@@ -91,17 +80,8 @@ func (s *Server) baseURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
-}
-
-// JobDocument is the body of a job's webhook: the job as GET
-// /v1/jobs/{id} shows it, with links made absolute with baseURL, and
-// without the webhook member (whose state the delivery itself changes).
-func JobDocument(j jobs.Job, baseURL string) ([]byte, error) {
-	j.Webhook = nil
-	v := newJobView(j)
-	base := strings.TrimRight(baseURL, "/")
-	v.Links.Self = base + v.Links.Self
-	v.Links.Result = base + v.Links.Result
-	return json.Marshal(v)
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return scheme + "://" + a.String()
+	}
+	return scheme + "://localhost"
 }

@@ -149,12 +149,12 @@ func newReceiver(t *testing.T, addr string, answer func(n int) (int, http.Header
 			}
 		},
 	}
-	go rc.srv.Serve(ln) // ends at Close
+	go func() { _ = rc.srv.Serve(ln) }() // ends at Close (ErrServerClosed)
 	t.Cleanup(rc.close)
 	return rc
 }
 
-func (rc *receiver) close() { rc.srv.Close() }
+func (rc *receiver) close() { _ = rc.srv.Close() }
 
 func (rc *receiver) port() string {
 	_, p, _ := net.SplitHostPort(rc.ln.Addr().String())
@@ -172,7 +172,9 @@ func (rc *receiver) deliveries() []delivery {
 func (e *jobsEnv) submitWithCallback(markdown, callback string, multipart bool) answer {
 	e.t.Helper()
 	if !multipart {
-		return e.do(jsonBody(keyAlice, map[string]any{"markdown": markdown, "callbackUrl": callback}, nil))
+		// The Host header is the client's: the webhook body's links must
+		// not come from it (issue 24), checkDelivery wants the server's.
+		return e.do(jsonBody(keyAlice, map[string]any{"markdown": markdown, "callbackUrl": callback}, map[string]string{"Host": "attacker.example"}))
 	}
 	r := multipartBody(keyAlice, markdown, nil)
 	// Add the callbackUrl part before the closing boundary.
@@ -186,16 +188,16 @@ func (e *jobsEnv) submitWithCallback(markdown, callback string, multipart bool) 
 }
 
 // waitWebhook polls the job until its webhook is in state.
-func (e *jobsEnv) waitWebhook(id, state string) jobView {
+func (e *jobsEnv) waitWebhook(id, state string) jobs.View {
 	e.t.Helper()
-	return e.wait(keyAlice, id, "webhook "+state, func(v jobView) bool { return v.Webhook != nil && v.Webhook.State == state })
+	return e.wait(keyAlice, id, "webhook "+state, func(v jobs.View) bool { return v.Webhook != nil && v.Webhook.State == state })
 }
 
 // checkDelivery checks one delivery against the job as GET shows it: the
 // reference library verifies it with either active secret (and not with
 // a stranger's), the id is the job's event id, and the body is the job's
 // document with absolute links and without the webhook member.
-func (e *jobsEnv) checkDelivery(d delivery, v jobView) {
+func (e *jobsEnv) checkDelivery(d delivery, v jobs.View) {
 	e.t.Helper()
 	if d.errA != nil || d.errB != nil {
 		e.t.Errorf("standardwebhooks Verify = %v (secret A), %v (secret B); want both to pass", d.errA, d.errB)
@@ -249,7 +251,7 @@ func TestWebhookDelivery(t *testing.T) {
 				Dial: dials.dial,
 			})
 			policy := testPolicy(t, "127.0.0.1")
-			sender, err := webhook.NewSender(webhook.SenderConfig{Client: fc, Secrets: policy, Document: JobDocument})
+			sender, err := webhook.NewSender(webhook.SenderConfig{Client: fc, Secrets: policy, Document: jobs.Document})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,9 +301,9 @@ func TestWebhookDelivery(t *testing.T) {
 				t.Fatal(err)
 			}
 			downAddr := ln.Addr().String()
-			ln.Close()
+			_ = ln.Close()
 			j = e.submitWithCallback(doc("Receiver down"), "http://"+downAddr+"/hook", true).view(t, http.StatusAccepted)
-			v = e.wait(keyAlice, j.ID, "a failed attempt", func(v jobView) bool {
+			v = e.wait(keyAlice, j.ID, "a failed attempt", func(v jobs.View) bool {
 				return v.Webhook != nil && v.Webhook.State == jobs.WebhookRetrying && v.Webhook.Attempts >= 2
 			})
 			if v.Webhook.LastStatus != nil || v.Webhook.NextAttemptAt == nil {
@@ -410,7 +412,7 @@ func TestWebhookRefusedAtAcceptance(t *testing.T) {
 			v4 := newReceiver(t, "127.0.0.1:0", nil)
 			var v6port string
 			if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
-				ln.Close()
+				_ = ln.Close()
 				v6 := newReceiver(t, ln.Addr().String(), nil)
 				v6port = v6.port()
 				defer func() {

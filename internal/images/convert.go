@@ -41,7 +41,7 @@ func (s *Set) convert(ctx context.Context, dir string, sb sandbox, cache *SVGCac
 	if err != nil {
 		return nil, fmt.Errorf("convert images: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	out := make(map[string]Canonical, len(s.images))
 	var (
 		problems []limits.Problem
@@ -51,7 +51,7 @@ func (s *Set) convert(ctx context.Context, dir string, sb sandbox, cache *SVGCac
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("convert images: %w", err)
 		}
-		data, c, err := canonical(ctx, im, sb, cache)
+		data, c, err := canonical(ctx, dir, im, sb, cache)
 		var se *convError
 		switch {
 		case errors.As(err, &se) && se.resource:
@@ -88,73 +88,77 @@ func (s *Set) convert(ctx context.Context, dir string, sb sandbox, cache *SVGCac
 // canonical converts one image. It returns the canonical bytes and their
 // Canonical with File set to the extension only; a problem of the image is
 // an *convError (whatever the format, for one code path), anything else is
-// internal.
-func canonical(ctx context.Context, im *entry, sb sandbox, cache *SVGCache) ([]byte, Canonical, error) {
+// internal. scratch is a folder for the converter's working folder.
+func canonical(ctx context.Context, scratch string, im *entry, sb sandbox, cache *SVGCache) ([]byte, Canonical, error) {
+	switch im.format {
+	case formatPNG, formatJPEG, formatGIF, formatWebP:
+		return canonicalRaster(im)
+	case formatSVG:
+		svg, msg := prepareSVG(im.data)
+		if msg != "" {
+			return nil, Canonical{}, &convError{msg: msg}
+		}
+		key := sha256.Sum256(svg)
+		if pdf, w, h, ok := cache.get(key); ok {
+			return pdf, Canonical{File: "pdf", Width: w, Height: h}, nil
+		}
+		pdf, err := sb.svgToPDF(ctx, scratch, svg)
+		if err != nil {
+			return nil, Canonical{}, err
+		}
+		w, h, err := PageSize(pdf)
+		if err != nil {
+			return nil, Canonical{}, fmt.Errorf("svg to pdf: %w", err)
+		}
+		cache.put(key, pdf, w, h)
+		return pdf, Canonical{File: "pdf", Width: w, Height: h}, nil
+	}
+	return nil, Canonical{}, &convError{msg: "not a supported image"}
+}
+
+// canonicalRaster decodes a raster image: PNG and JPEG stay as they
+// are, GIF (its first frame) and WebP become PNG. An image that cannot
+// be decoded is a *convError.
+func canonicalRaster(im *entry) ([]byte, Canonical, error) {
 	bad := func(format string, args ...any) ([]byte, Canonical, error) {
 		return nil, Canonical{}, &convError{msg: fmt.Sprintf(format, args...)}
 	}
 	// The pixel limit is checked again: a Set is only made by Load, but a
 	// decode is where the limit protects memory, so it is checked where it
 	// is spent.
-	switch im.format {
-	case formatPNG, formatJPEG, formatGIF, formatWebP:
-		w, h, msg := rasterHeader(im.format, im.data)
-		if msg == "" {
-			msg = pixelProblem(int64(w), int64(h))
-		}
-		if msg != "" {
-			return bad("%s", msg)
-		}
+	w, h, msg := rasterHeader(im.format, im.data)
+	if msg == "" {
+		msg = pixelProblem(int64(w), int64(h))
+	}
+	if msg != "" {
+		return bad("%s", msg)
 	}
 	r := bytes.NewReader(im.data)
+	var m image.Image
+	var err error
 	switch im.format {
 	case formatPNG:
-		m, err := png.Decode(r)
-		if err != nil {
+		if m, err = png.Decode(r); err != nil {
 			return bad("truncated or damaged PNG (%v)", err)
 		}
 		b := m.Bounds()
 		return im.data, Canonical{File: "png", Width: float64(b.Dx()), Height: float64(b.Dy())}, nil
 	case formatJPEG:
-		m, err := jpeg.Decode(r)
-		if err != nil {
+		if m, err = jpeg.Decode(r); err != nil {
 			return bad("truncated, damaged or unsupported JPEG (%v)", err)
 		}
 		b := m.Bounds()
 		return im.data, Canonical{File: "jpg", Width: float64(b.Dx()), Height: float64(b.Dy())}, nil
 	case formatGIF:
-		m, err := firstFrame(im.data)
-		if err != nil {
+		if m, err = firstFrame(im.data); err != nil {
 			return bad("truncated or damaged GIF (%v)", err)
 		}
-		return encodePNG(m)
-	case formatWebP:
-		m, err := webp.Decode(r)
-		if err != nil {
+	default:
+		if m, err = webp.Decode(r); err != nil {
 			return bad("damaged or unsupported WebP (%v)", err)
 		}
-		return encodePNG(m)
-	case formatSVG:
-		svg, msg := prepareSVG(im.data)
-		if msg != "" {
-			return bad("%s", msg)
-		}
-		key := sha256.Sum256(svg)
-		if pdf, w, h, ok := cache.get(key); ok {
-			return pdf, Canonical{File: "pdf", Width: w, Height: h}, nil
-		}
-		pdf, err := sb.svgToPDF(ctx, svg)
-		if err != nil {
-			return nil, Canonical{}, err
-		}
-		w, h, ok := pageSize(pdf)
-		if !ok {
-			return nil, Canonical{}, errors.New("svg to pdf: no MediaBox in rsvg-convert's PDF")
-		}
-		cache.put(key, pdf, w, h)
-		return pdf, Canonical{File: "pdf", Width: w, Height: h}, nil
 	}
-	return bad("not a supported image")
+	return encodePNG(m)
 }
 
 // firstFrame decodes the first frame of a GIF and places it on a canvas of

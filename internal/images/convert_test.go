@@ -168,7 +168,7 @@ func TestConvertGIFFirstFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	m, err := png.Decode(f)
 	if err != nil {
 		t.Fatal(err)

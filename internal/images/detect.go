@@ -229,30 +229,9 @@ func sanitizeTag(s string) string {
 // 0xFF byte is always followed by 0x00 or a restart marker, so an FF D9 pair
 // there is the real end.
 func jpegStructure(data []byte) string {
-	p := data[2:] // after SOI
-	for {
-		for len(p) > 0 && p[0] == 0xFF && len(p) > 1 && p[1] == 0xFF {
-			p = p[1:] // fill bytes
-		}
-		if len(p) < 4 || p[0] != 0xFF {
-			return "truncated JPEG: it ends before its image data"
-		}
-		marker := p[1]
-		if marker == 0xD9 {
-			return "broken JPEG: it ends before its image data"
-		}
-		if marker >= 0xD0 && marker <= 0xD7 || marker == 0x01 {
-			p = p[2:] // markers without a length
-			continue
-		}
-		n := int(binary.BigEndian.Uint16(p[2:4]))
-		if n < 2 || n+2 > len(p) {
-			return "truncated JPEG: a segment runs past the end of the file"
-		}
-		p = p[2+n:]
-		if marker == 0xDA { // start of scan
-			break
-		}
+	p, msg := jpegScan(data[2:]) // after SOI
+	if msg != "" {
+		return msg
 	}
 	if !bytes.Contains(p, []byte{0xFF, 0xD9}) {
 		return "truncated JPEG: the end-of-image marker is missing"
@@ -266,6 +245,36 @@ func jpegStructure(data []byte) string {
 		return fmt.Sprintf("a progressive JPEG with %d scans, at most %d; save it again as an ordinary JPEG", n, MaxJPEGScans)
 	}
 	return ""
+}
+
+// jpegScan walks the marker segments of p, a JPEG after its SOI marker,
+// and returns what follows the header of the first scan, or the message
+// of a JPEG that ends before it.
+func jpegScan(p []byte) ([]byte, string) {
+	for {
+		for len(p) > 0 && p[0] == 0xFF && len(p) > 1 && p[1] == 0xFF {
+			p = p[1:] // fill bytes
+		}
+		if len(p) < 4 || p[0] != 0xFF {
+			return nil, "truncated JPEG: it ends before its image data"
+		}
+		marker := p[1]
+		if marker == 0xD9 {
+			return nil, "broken JPEG: it ends before its image data"
+		}
+		if marker >= 0xD0 && marker <= 0xD7 || marker == 0x01 {
+			p = p[2:] // markers without a length
+			continue
+		}
+		n := int(binary.BigEndian.Uint16(p[2:4]))
+		if n < 2 || n+2 > len(p) {
+			return nil, "truncated JPEG: a segment runs past the end of the file"
+		}
+		p = p[2+n:]
+		if marker == 0xDA { // start of scan
+			return p, ""
+		}
+	}
 }
 
 // MaxJPEGScans bounds the scans of a JPEG. Encoders write one scan

@@ -30,7 +30,7 @@ func (f Files) Open(ctx context.Context, raw string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open uploaded asset %q: %w", raw, err)
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }()
 	data, err := io.ReadAll(io.LimitReader(fh, limits.MaxImageBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read uploaded asset %q: %w", raw, err)

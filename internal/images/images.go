@@ -132,15 +132,7 @@ func Load(ctx context.Context, refs []Ref, src Source) (*Set, error) {
 // collection printed as one document is bounded per document by its
 // caller, and as a whole by maxImages.
 func LoadMax(ctx context.Context, refs []Ref, src Source, maxImages int) (*Set, error) {
-	distinct := make([]*entry, 0, len(refs))
-	seen := make(map[string]bool, len(refs))
-	for _, r := range refs {
-		if seen[r.URL] {
-			continue
-		}
-		seen[r.URL] = true
-		distinct = append(distinct, &entry{url: r.URL, line: r.Line})
-	}
+	distinct := distinctRefs(refs)
 	if len(distinct) > maxImages {
 		// Fetching 51 or 5000 images only to refuse the document would let
 		// one request make the gateway do unbounded work, so the count is
@@ -154,9 +146,34 @@ func LoadMax(ctx context.Context, refs []Ref, src Source, maxImages int) (*Set, 
 	if src == nil {
 		src = Assets{}
 	}
+	problems, err := fetchAll(ctx, src, distinct)
+	if err != nil {
+		return nil, err
+	}
+	return newSet(distinct, problems)
+}
 
+// distinctRefs returns an entry for each distinct URL of refs, at the
+// line of its first reference.
+func distinctRefs(refs []Ref) []*entry {
+	distinct := make([]*entry, 0, len(refs))
+	seen := make(map[string]bool, len(refs))
+	for _, r := range refs {
+		if seen[r.URL] {
+			continue
+		}
+		seen[r.URL] = true
+		distinct = append(distinct, &entry{url: r.URL, line: r.Line})
+	}
+	return distinct
+}
+
+// fetchAll fetches and checks the images of distinct and returns the
+// problem of each ("" when fine), or the first failure that is not the
+// document's fault.
+func fetchAll(ctx context.Context, src Source, distinct []*entry) ([]string, error) {
 	// Each image is fetched and checked by one of a few goroutines. They are
-	// owned by Load, which waits for all of them before it returns; a
+	// owned by fetchAll, which waits for all of them before it returns; a
 	// goroutine ends when the queue is drained or the load's ctx is
 	// cancelled (after the first internal failure).
 	ctx, cancel := context.WithCancel(ctx)
@@ -167,7 +184,7 @@ func LoadMax(ctx context.Context, refs []Ref, src Source, maxImages int) (*Set, 
 	// The running total of the bytes fetched: once it passes
 	// MaxTotalImageBytes the document is refused whatever the rest holds,
 	// so no further image is fetched (and held in memory). The problem
-	// itself is listed below, from the images that were fetched.
+	// itself is listed by newSet, from the images that were fetched.
 	var total atomic.Int64
 	over := make(chan struct{})
 	var overOnce sync.Once
@@ -215,7 +232,12 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("load images: %w", err)
 	}
+	return problems, nil
+}
 
+// newSet returns the set of the fetched images, or the 422 error that
+// lists their problems and, at the image that passes it, the total size.
+func newSet(distinct []*entry, problems []string) (*Set, error) {
 	set := &Set{images: distinct}
 	var list []limits.Problem
 	for i, im := range distinct {

@@ -36,7 +36,7 @@ func refsOf(t *testing.T, path string) []Ref {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var refs []Ref
 	s := bufio.NewScanner(f)
 	for line := 1; s.Scan(); line++ {
@@ -228,10 +228,10 @@ func pngFile(w, h uint32, colorType byte, idat []byte) []byte {
 	var b bytes.Buffer
 	b.Write(pngMagic)
 	chunk := func(typ string, data []byte) {
-		binary.Write(&b, binary.BigEndian, uint32(len(data)))
+		_ = binary.Write(&b, binary.BigEndian, uint32(len(data)))
 		body := append([]byte(typ), data...)
 		b.Write(body)
-		binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(body))
+		_ = binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(body))
 	}
 	ihdr := make([]byte, 13)
 	binary.BigEndian.PutUint32(ihdr[0:], w)
@@ -249,7 +249,7 @@ func noisePNG(t *testing.T, side int) []byte {
 	t.Helper()
 	m := image.NewNRGBA(image.Rect(0, 0, side, side))
 	r := rand.NewChaCha8([32]byte{1})
-	r.Read(m.Pix)
+	_, _ = r.Read(m.Pix)
 	var b bytes.Buffer
 	if err := (&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&b, m); err != nil {
 		t.Fatal(err)

@@ -5,18 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+	"rsc.io/pdf"
 
 	"github.com/outprint/outprint/internal/childproc"
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/programs"
 )
 
 // sandbox holds the bounds of one SVG conversion process.
@@ -81,25 +82,27 @@ type convError struct {
 
 func (e *convError) Error() string { return e.msg }
 
-// svgToPDF converts one SVG to PDF with rsvg-convert in the sandbox. The
+// svgToPDF converts one SVG to PDF with rsvg-convert in the sandbox, its
+// empty working folder made in scratch (the render's folder: /tmp may be
+// read-only in a container). The
 // SVG should have passed prepareSVG; the sandbox does not rely on it. It
 // returns the PDF, an *convError for a problem of the SVG, or an internal
 // error (rsvg-convert missing, ctx cancelled, fork failure).
-func (s sandbox) svgToPDF(ctx context.Context, svg []byte) ([]byte, error) {
-	bin, err := exec.LookPath("rsvg-convert")
+func (s sandbox) svgToPDF(ctx context.Context, scratch string, svg []byte) ([]byte, error) {
+	bin, err := programs.Find(programs.RSVGConvert)
 	if err != nil {
 		return nil, fmt.Errorf("svg to pdf: %w", err)
 	}
-	work, err := os.MkdirTemp("", "outprint-rsvg-")
+	work, err := os.MkdirTemp(scratch, "outprint-rsvg-")
 	if err != nil {
 		return nil, fmt.Errorf("svg to pdf: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }()
 
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := s.run(tctx, bin, work, svg, s.isolate)
-	if s.isolate && errors.Is(err, errNoNamespaces) {
+	if s.isolate && errors.Is(err, childproc.ErrNoNamespaces) {
 		res, err = s.run(tctx, bin, work, svg, false)
 	}
 	if err != nil {
@@ -110,113 +113,67 @@ func (s sandbox) svgToPDF(ctx context.Context, svg []byte) ([]byte, error) {
 		return nil, fmt.Errorf("svg to pdf: %w", ctx.Err())
 	case errors.Is(tctx.Err(), context.DeadlineExceeded):
 		return nil, &convError{resource: true, msg: fmt.Sprintf("its conversion took longer than %s", s.timeout)}
-	case res.overflow:
+	case res.Overflow:
 		return nil, &convError{msg: fmt.Sprintf("it converts to a PDF of more than %d bytes", s.maxPDF)}
 	}
-	if res.err != nil {
+	if res.Err != nil {
 		var ee *exec.ExitError
-		if !errors.As(res.err, &ee) {
-			return nil, fmt.Errorf("svg to pdf: %w", res.err)
+		if !errors.As(res.Err, &ee) {
+			return nil, fmt.Errorf("svg to pdf: %w", res.Err)
 		}
-		return nil, exitProblem(ee, res.stderr)
+		return nil, exitProblem(ee, res.Stderr, s.cpu)
 	}
-	if !bytes.HasPrefix(res.pdf, []byte("%PDF-")) {
+	if !bytes.HasPrefix(res.Output, []byte("%PDF-")) {
 		return nil, &convError{msg: "the SVG converter produced no PDF"}
 	}
-	return res.pdf, nil
+	return res.Output, nil
 }
-
-// errNoNamespaces says the kernel refused new namespaces for the child.
-var errNoNamespaces = errors.New("user namespaces not available")
 
 // runResult is one finished converter process.
-type runResult struct {
-	pdf      []byte
-	stderr   []byte
-	overflow bool  // the PDF exceeded maxPDF and the process was stopped
-	err      error // from Wait: an *exec.ExitError or a copy failure
-}
+type runResult = childproc.FilterResult
 
-// run starts rsvg-convert, bounds it and feeds it the SVG. The returned
-// error is internal (or errNoNamespaces); how the process ended is in the
-// result.
+// run runs rsvg-convert in the sandbox's walls (childproc.Run) and feeds
+// it the SVG. The returned error is internal (or
+// childproc.ErrNoNamespaces); how the process ended is in the result.
 func (s sandbox) run(ctx context.Context, bin, work string, svg []byte, isolate bool) (runResult, error) {
-	cmd := exec.CommandContext(ctx, bin, "--format=pdf")
-	cmd.Env = []string{}
-	cmd.Dir = work
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if isolate {
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+	res, err := childproc.Run(ctx, childproc.Filter{
+		Path: bin, Args: []string{"--format=pdf"}, Dir: work, Input: svg, MaxOutput: s.maxPDF,
+		Limits: s.limits(), Isolate: isolate,
+	})
+	if err != nil && !errors.Is(err, childproc.ErrNoNamespaces) {
+		return res, fmt.Errorf("svg to pdf: %w", err)
 	}
-	// On ctx done, kill the whole group, not only the leader.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// After the kill, Wait gives the pipes this long to drain; a grandchild
-	// holding them open cannot stall us.
-	cmd.WaitDelay = 2 * time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return runResult{}, fmt.Errorf("svg to pdf: %w", err)
-	}
-	out := &childproc.Capped{Max: s.maxPDF}
-	stderr := &childproc.Capped{Max: 4 << 10, Truncate: true}
-	cmd.Stdout, cmd.Stderr = out, stderr
-	if err := cmd.Start(); err != nil {
-		stdin.Close()
-		if isolate && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
-			errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EACCES)) {
-			return runResult{}, fmt.Errorf("%w: %v", errNoNamespaces, err)
-		}
-		return runResult{}, fmt.Errorf("svg to pdf: start %s: %w", bin, err)
-	}
-	pid := cmd.Process.Pid
-	if err := s.setLimits(pid); err != nil {
-		syscall.Kill(-pid, syscall.SIGKILL)
-		stdin.Close()
-		cmd.Wait()
-		return runResult{}, fmt.Errorf("svg to pdf: rlimits: %w", err)
-	}
-	// The writer goroutine is owned by run: it ends when the SVG is written
-	// or when Wait closes the pipe after the process exited, and run waits
-	// for it before returning. An early exit (a parse error) makes the
-	// write fail with EPIPE, which is not an error of ours.
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		stdin.Write(svg)
-		stdin.Close()
-	}()
-	werr := cmd.Wait()
-	// The leader is gone; anything left in its group goes too (ESRCH when
-	// there is nothing, which is the normal case).
-	syscall.Kill(-pid, syscall.SIGKILL)
-	<-written
-	return runResult{pdf: out.Bytes(), stderr: stderr.Bytes(), overflow: out.Over(), err: werr}, nil
+	return res, err
 }
 
-// setLimits lowers the rlimits of the child pid (never above what it
-// inherited) and its CPU priority.
-func (s sandbox) setLimits(pid int) error {
-	if err := childproc.Deprioritize(pid); err != nil {
-		return err
+// limits are the converter's rlimits (never above what it inherited).
+func (s sandbox) limits() []childproc.Limit {
+	return []childproc.Limit{
+		{Resource: unix.RLIMIT_AS, Cur: s.memory, Max: s.memory},
+		{Resource: unix.RLIMIT_CPU, Cur: s.cpu, Max: s.cpu + 1},
+		{Resource: unix.RLIMIT_FSIZE, Cur: fileSizeLimit, Max: fileSizeLimit},
+		{Resource: unix.RLIMIT_CORE},
+		{Resource: unix.RLIMIT_NOFILE, Cur: 256, Max: 256},
 	}
-	return childproc.Lower(pid,
-		childproc.Limit{Resource: unix.RLIMIT_AS, Cur: s.memory, Max: s.memory},
-		childproc.Limit{Resource: unix.RLIMIT_CPU, Cur: s.cpu, Max: s.cpu + 1},
-		childproc.Limit{Resource: unix.RLIMIT_FSIZE, Cur: fileSizeLimit, Max: fileSizeLimit},
-		childproc.Limit{Resource: unix.RLIMIT_CORE},
-		childproc.Limit{Resource: unix.RLIMIT_NOFILE, Cur: 256, Max: 256},
-	)
 }
 
 // exitProblem sorts a failed conversion: killed by a signal or out of
 // memory is a resource problem (413), any other failure a broken SVG (422)
 // described by the converter's first line of complaint. Its stderr is about
-// the SVG read from stdin only, so it names no file of ours.
-func exitProblem(ee *exec.ExitError, stderr []byte) error {
+// the SVG read from stdin only, so it names no file of ours. cpuLimit is
+// the converter's CPU-time limit in seconds: a SIGKILL before it was used
+// up came from the kernel's OOM killer (the container's memory), not from
+// the limit.
+func exitProblem(ee *exec.ExitError, stderr []byte, cpuLimit uint64) error {
 	text := string(stderr)
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		switch ws.Signal() {
-		case syscall.SIGXCPU, syscall.SIGKILL:
+		case syscall.SIGKILL:
+			if used := ee.UserTime() + ee.SystemTime(); used < time.Duration(cpuLimit)*time.Second {
+				return &convError{resource: true, msg: "its conversion needs more memory than the server has"}
+			}
+			return &convError{resource: true, msg: "its conversion used more CPU time than allowed"}
+		case syscall.SIGXCPU:
 			return &convError{resource: true, msg: "its conversion used more CPU time than allowed"}
 		default:
 			return &convError{resource: true, msg: fmt.Sprintf("the SVG converter stopped on it (%s; usually memory)", ws.Signal())}
@@ -245,25 +202,83 @@ func printable(s string) string {
 	}, s)
 }
 
-// mediaBox matches the page size cairo writes into its PDFs, uncompressed,
-// as "/MediaBox [ 0 0 480 270 ]".
-var mediaBox = regexp.MustCompile(`/MediaBox\s*\[\s*(-?[0-9.]+)\s+(-?[0-9.]+)\s+(-?[0-9.]+)\s+(-?[0-9.]+)\s*\]`)
+// maxPageTreeDepth bounds the walk from a page up its /Parent chain for an
+// inherited MediaBox (a PDF's page tree is a few levels deep; a cycle must
+// not loop).
+const maxPageTreeDepth = 32
 
-// pageSize reads the size in points of the (single) page of a PDF written
-// by rsvg-convert.
-func pageSize(pdf []byte) (w, h float64, ok bool) {
-	m := mediaBox.FindSubmatch(pdf)
-	if m == nil {
-		return 0, 0, false
+// mediaBox returns the MediaBox of page v or the one it inherits from
+// the page tree (a null value when there is none).
+func mediaBox(v pdf.Value) pdf.Value {
+	for i := 0; i < maxPageTreeDepth && v.Kind() == pdf.Dict; i++ {
+		if b := v.Key("MediaBox"); b.Kind() == pdf.Array {
+			return b
+		}
+		v = v.Key("Parent")
 	}
+	return pdf.Value{}
+}
+
+// boxNumbers returns the four numbers of box, false when one is not a
+// number.
+func boxNumbers(box pdf.Value) ([4]float64, bool) {
 	var f [4]float64
 	for i := range f {
-		v, err := strconv.ParseFloat(string(m[i+1]), 64)
-		if err != nil {
-			return 0, 0, false
+		n := box.Index(i)
+		if k := n.Kind(); k != pdf.Integer && k != pdf.Real {
+			return f, false
 		}
-		f[i] = v
+		f[i] = n.Float64()
 	}
-	w, h = f[2]-f[0], f[3]-f[1]
-	return w, h, w > 0 && h > 0
+	return f, true
+}
+
+// PageSize reads the size in points of the first page of a PDF written by
+// cairo (rsvg-convert, Graphviz's dot): its MediaBox, or the one it inherits from the page tree,
+// read with a PDF parser. Cairo writes the page dictionary as plain text
+// (librsvg 2.54, Debian 12) or inside a compressed object stream (librsvg
+// 2.60, Debian 13) as it sees fit, so the bytes cannot be searched.
+func PageSize(data []byte) (w, h float64, err error) {
+	sizes, err := PageSizes(data, 1)
+	if err != nil {
+		return 0, 0, err
+	}
+	return sizes[0][0], sizes[0][1], nil
+}
+
+// PageSizes reads the size in points (width, height) of each of the
+// first max pages of a PDF, as PageSize reads the first (Chromium's
+// printer writes one page per diagram of a document).
+func PageSizes(data []byte, max int) (sizes [][2]float64, err error) {
+	// The parser panics on some malformed files; the PDF comes from our
+	// converter, but a broken one must be an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			sizes, err = nil, fmt.Errorf("read the PDF's page size: malformed PDF (%v)", r)
+		}
+	}()
+	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("read the PDF's page size: %w", err)
+	}
+	n := min(r.NumPage(), max)
+	if n < 1 {
+		return nil, errors.New("read the PDF's page size: the PDF has no page")
+	}
+	for i := 1; i <= n; i++ {
+		box := mediaBox(r.Page(i).V)
+		if box.Kind() != pdf.Array || box.Len() != 4 {
+			return nil, fmt.Errorf("read the PDF's page size: page %d has no MediaBox of four numbers", i)
+		}
+		f, ok := boxNumbers(box)
+		if !ok {
+			return nil, fmt.Errorf("read the PDF's page size: MediaBox %v is not four numbers", box)
+		}
+		w, h := math.Abs(f[2]-f[0]), math.Abs(f[3]-f[1])
+		if !(w > 0 && h > 0) || math.IsInf(w, 0) || math.IsInf(h, 0) {
+			return nil, fmt.Errorf("read the PDF's page size: MediaBox %v is empty", box)
+		}
+		sizes = append(sizes, [2]float64{w, h})
+	}
+	return sizes, nil
 }

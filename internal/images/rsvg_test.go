@@ -1,9 +1,11 @@
 package images
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,7 +120,7 @@ func TestSVGReadsNoFile(t *testing.T) {
 	sb := defaultSandbox()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pdf, err := sb.svgToPDF(context.Background(), []byte(r.Replace(tt.svg)))
+			pdf, err := sb.svgToPDF(context.Background(), t.TempDir(), []byte(r.Replace(tt.svg)))
 			var ce *convError
 			if errors.As(err, &ce) && !ce.resource {
 				// Refusing the SVG is as good as ignoring the reference, as
@@ -171,23 +173,18 @@ func TestSVGCancel(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	scratch := t.TempDir()
 	go func() {
-		pdf, err := defaultSandbox().svgToPDF(ctx, []byte(slowSVG))
+		pdf, err := defaultSandbox().svgToPDF(ctx, scratch, []byte(slowSVG))
 		done <- result{pdf, err}
 	}()
 	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0; {
+	testenv.EventuallyWithin(t, 10*time.Second, "rsvg-convert shows up as the sandbox's child", func() bool {
 		if pids := converterChildren(t); len(pids) > 0 {
 			pid = pids[0]
-			break
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			r := <-done
-			t.Fatalf("rsvg-convert never showed up (result %v)", r.err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return pid != 0
+	})
 	// The child is in its own process group and, where the kernel allows,
 	// its own network namespace.
 	pgid, err := syscall.Getpgid(pid)
@@ -204,21 +201,20 @@ func TestSVGCancel(t *testing.T) {
 	// The limits are set right after the start, before the SVG is sent, so
 	// the child may be seen a moment before they show.
 	var lim []byte
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testenv.EventuallyWithin(t, 5*time.Second, "rsvg-convert's address space limit shows", func() bool {
 		lim, err = os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
-		if err != nil || strings.Contains(string(lim), "Max address space         1073741824") {
-			break
-		}
-	}
+		return err != nil || strings.Contains(string(lim), "Max address space         1073741824")
+	})
 	if err != nil || !strings.Contains(string(lim), "Max address space         1073741824") ||
 		!strings.Contains(string(lim), "Max cpu time              20                   21") {
 		t.Errorf("/proc/%d/limits = %s, %v, want address space 1 GiB and CPU 20/21 s", pid, lim, err)
 	}
 	// So is its CPU priority: the server's goroutines come first.
-	nice, err := childproc.NiceOf(pid)
-	for deadline := time.Now().Add(5 * time.Second); err == nil && nice != childproc.Nice && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	var nice int
+	testenv.EventuallyWithin(t, 5*time.Second, "rsvg-convert's nice shows", func() bool {
 		nice, err = childproc.NiceOf(pid)
-	}
+		return err != nil || nice == childproc.Nice
+	})
 	if err != nil || nice != childproc.Nice {
 		t.Errorf("rsvg-convert's nice = %d, %v, want %d", nice, err, childproc.Nice)
 	}
@@ -259,7 +255,7 @@ func TestSVGBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.sb.svgToPDF(context.Background(), []byte(tt.svg))
+			_, err := tt.sb.svgToPDF(context.Background(), t.TempDir(), []byte(tt.svg))
 			var ce *convError
 			if !errors.As(err, &ce) || ce.resource != tt.resource || !strings.Contains(ce.msg, tt.want) {
 				t.Errorf("svgToPDF = %v, want a problem (resource %v) containing %q", err, tt.resource, tt.want)
@@ -307,7 +303,7 @@ func BenchmarkSVGToPDF(b *testing.B) {
 			sb := defaultSandbox()
 			sb.isolate = isolate
 			for b.Loop() {
-				if _, err := sb.svgToPDF(context.Background(), svg); err != nil {
+				if _, err := sb.svgToPDF(context.Background(), b.TempDir(), svg); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -328,5 +324,173 @@ func BenchmarkLoad(b *testing.B) {
 		if _, err := Load(context.Background(), refs, src); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestPageSize reads the page size of rsvg-convert's PDFs with the parser
+// and compares it with pdfinfo's: this machine's rsvg-convert (Debian 12's
+// 2.54 writes the page dictionary as plain text), Debian 13's 2.60, which
+// writes it inside a compressed object stream
+// (testdata/diagram-rsvg-2.60.pdf, made by `rsvg-convert --format=pdf <
+// testdata/good/diagram.svg` on trixie; the image test converts live
+// there), the same rewritten by qpdf with object streams, and a MediaBox
+// inherited from the page tree.
+func TestPageSize(t *testing.T) {
+	testenv.Require(t, "rsvg-convert", "pdfinfo", "qpdf")
+	dir := t.TempDir()
+	live, err := defaultSandbox().svgToPDF(context.Background(), dir, mustRead(t, "testdata/good/diagram.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	trixie := mustRead(t, "testdata/diagram-rsvg-2.60.pdf")
+	// The case the byte search missed: no page box in the clear.
+	if bytes.Contains(trixie, []byte("/MediaBox")) {
+		t.Fatal("testdata/diagram-rsvg-2.60.pdf shows /MediaBox in the clear; it should be the object-stream PDF of librsvg 2.60")
+	}
+	// qpdf, run on PDFs it finds damaged (cairo 1.16 writing to a pipe
+	// leaves an entry of the cross-reference table wrong; readers rebuild
+	// it), exits 3: done, with warnings.
+	qpdf := func(args ...string) {
+		t.Helper()
+		out, err := exec.Command("qpdf", args...).CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 3) {
+			t.Fatalf("qpdf %v: %v\n%s", args, err, out)
+		}
+	}
+	qpdfOut := filepath.Join(dir, "objstm.pdf")
+	qpdf("--object-streams=generate", write("live.pdf", live), qpdfOut)
+	// A page that inherits its box from the page tree, its cross-reference
+	// table written by qpdf.
+	handmade := "%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n" +
+		"2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 /MediaBox [10 20 110.5 70] >> endobj\n" +
+		"3 0 obj << /Type /Page /Parent 2 0 R >> endobj\ntrailer << /Size 4 /Root 1 0 R >>\n%%EOF\n"
+	inherited := filepath.Join(dir, "inherited.pdf")
+	qpdf(write("handmade.pdf", []byte(handmade)), inherited)
+	for _, tt := range []struct {
+		name string
+		path string
+		w, h float64
+	}{
+		{"this machine's rsvg-convert", filepath.Join(dir, "live.pdf"), 240, 90},
+		{"librsvg 2.60 (Debian 13)", "testdata/diagram-rsvg-2.60.pdf", 240, 90},
+		{"object streams by qpdf", qpdfOut, 240, 90},
+		{"inherited MediaBox", inherited, 100.5, 50},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := mustRead(t, tt.path)
+			w, h, err := PageSize(data)
+			if err != nil || w != tt.w || h != tt.h {
+				t.Errorf("PageSize(%s) = %g×%g, %v, want %g×%g", tt.path, w, h, err, tt.w, tt.h)
+			}
+			if pw, ph := pdfPageSize(t, tt.path); math.Abs(pw-w) > 0.01 || math.Abs(ph-h) > 0.01 {
+				t.Errorf("PageSize(%s) = %g×%g, pdfinfo says %g×%g", tt.path, w, h, pw, ph)
+			}
+		})
+	}
+	// Damaged PDFs are errors, never a panic.
+	for name, data := range map[string][]byte{
+		"empty":     nil,
+		"not a PDF": []byte("GIF89a"),
+		"truncated": trixie[:len(trixie)/2],
+		"short":     []byte("%PDF-1.5\n"),
+		"no pages":  []byte("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"),
+	} {
+		if w, h, err := PageSize(data); err == nil {
+			t.Errorf("PageSize(%s) = %g×%g, nil error, want an error", name, w, h)
+		}
+	}
+}
+
+// TestConvertScratch: an SVG converts with no usable temporary folder
+// (TMPDIR names none, as a read-only /tmp would be in a container): the
+// converter's working folder is made in the render's folder.
+func TestConvertScratch(t *testing.T) {
+	testenv.Require(t, "rsvg-convert")
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	set, err := Load(context.Background(), []Ref{{"diagram.svg", 1}}, Dir("testdata/good"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	got, err := set.Convert(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatalf("Convert with TMPDIR missing = %v, want the SVG converted", err)
+	}
+	if c := got["diagram.svg"]; c.File == "" || c.Width != 240 || c.Height != 90 {
+		t.Errorf("Convert(diagram.svg) = %+v, want a 240×90 PDF", c)
+	}
+	// Nothing of the converter's is left beside the images.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !canonicalName.MatchString(e.Name()) {
+			t.Errorf("%s left in the render's folder", e.Name())
+		}
+	}
+}
+
+// TestExitProblemSignals: a converter killed with SIGKILL before its CPU
+// time ran out was killed for memory (the container's OOM killer); after,
+// or by SIGXCPU, for CPU time. Both are 413 resource problems.
+func TestExitProblemSignals(t *testing.T) {
+	killed := func(t *testing.T, burn bool, sig syscall.Signal) *exec.ExitError {
+		t.Helper()
+		script := "sleep 30"
+		if burn {
+			script = "while :; do :; done"
+		}
+		cmd := exec.Command("sh", "-c", "exec sh -c '"+script+"'")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// A burner runs until it has used more than a second of CPU time
+		// (utime + stime in /proc, in clock ticks of 10 ms).
+		if burn {
+			testenv.EventuallyWithin(t, time.Minute, "the burner used over 1.1 s of CPU time", func() bool {
+				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+				utime, _ := strconv.Atoi(f[11])
+				stime, _ := strconv.Atoi(f[12])
+				return utime+stime > 110
+			})
+		}
+		_ = cmd.Process.Signal(sig)
+		var ee *exec.ExitError
+		if err := cmd.Wait(); !errors.As(err, &ee) {
+			t.Fatalf("wait = %v, want an exit error", err)
+		}
+		return ee
+	}
+	for _, tt := range []struct {
+		name     string
+		burn     bool
+		sig      syscall.Signal
+		cpuLimit uint64
+		want     string
+	}{
+		{"SIGKILL, CPU time left", false, syscall.SIGKILL, 20, "more memory"},
+		{"SIGKILL, CPU time used up", true, syscall.SIGKILL, 1, "CPU time"},
+		{"SIGXCPU", false, syscall.SIGXCPU, 20, "CPU time"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := exitProblem(killed(t, tt.burn, tt.sig), nil, tt.cpuLimit)
+			var ce *convError
+			if !errors.As(err, &ce) || !ce.resource || !strings.Contains(ce.msg, tt.want) {
+				t.Errorf("exitProblem(%s) = %v, want a resource problem saying %q", tt.name, err, tt.want)
+			}
+		})
 	}
 }

@@ -113,14 +113,14 @@ func (d *DirSource) Open(ctx context.Context, raw string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open image folder: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	// O_NONBLOCK keeps a FIFO from blocking the open; regular files ignore
 	// it.
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, openError(raw, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("stat image %q: %w", raw, err)

@@ -43,15 +43,11 @@ type svgInfo struct {
 // predefined ones, no DTD processing) and returns its size or the client
 // message of the first rule it breaks. The caller has bounded its size.
 func checkSVG(data []byte) (svgInfo, string) {
-	var si svgInfo
+	c := svgChecker{root: true}
 	d := xml.NewDecoder(bytes.NewReader(data))
 	d.Strict = true
 	// No CharsetReader: an encoding other than UTF-8 (or ASCII) is an error,
 	// so no second decoder sees different characters than this check did.
-	depth, elements := 0, 0
-	root := true
-	inStyle := 0 // depth of an open <style> element, 0 when none
-	var style strings.Builder
 	for {
 		start := d.InputOffset()
 		tok, err := d.Token()
@@ -61,70 +57,95 @@ func checkSVG(data []byte) (svgInfo, string) {
 		if err != nil {
 			var se *xml.SyntaxError
 			if errors.As(err, &se) {
-				return si, fmt.Sprintf("not well-formed SVG (line %d: %s)", se.Line, se.Msg)
+				return c.si, fmt.Sprintf("not well-formed SVG (line %d: %s)", se.Line, se.Msg)
 			}
-			return si, fmt.Sprintf("not well-formed SVG (%v)", err)
+			return c.si, fmt.Sprintf("not well-formed SVG (%v)", err)
 		}
-		switch t := tok.(type) {
-		case xml.Directive:
-			if msg := checkDirective(t); msg != "" {
-				return si, msg
-			}
-			si.doctype = [2]int64{start, d.InputOffset()}
-		case xml.ProcInst:
-			if strings.EqualFold(t.Target, "xml-stylesheet") {
-				return si, "refers to an outside style sheet (<?xml-stylesheet?>)"
-			}
-		case xml.StartElement:
-			depth++
-			elements++
-			if depth > maxSVGDepth {
-				return si, fmt.Sprintf("elements nested deeper than %d", maxSVGDepth)
-			}
-			if elements > maxSVGElements {
-				return si, fmt.Sprintf("more than %d elements", maxSVGElements)
-			}
-			if root {
-				root = false
-				if t.Name.Local != "svg" || (t.Name.Space != "" && t.Name.Space != svgNS) {
-					return si, fmt.Sprintf("an XML document whose root is <%s>, not an SVG", t.Name.Local)
-				}
-				w, h, msg := svgSize(t.Attr)
-				if msg != "" {
-					return si, msg
-				}
-				si.width, si.height = w, h
-			}
-			if t.Name.Space == xincludeNS {
-				return si, "uses XInclude, which could paste in outside files"
-			}
-			for _, a := range t.Attr {
-				if msg := checkAttr(t.Name.Local, a); msg != "" {
-					return si, msg
-				}
-			}
-			if t.Name.Local == "style" && inStyle == 0 {
-				inStyle = depth
-				style.Reset()
-			}
-		case xml.CharData:
-			if inStyle > 0 {
-				style.Write(t)
-			}
-		case xml.EndElement:
-			if inStyle == depth {
-				inStyle = 0
-				if msg := checkCSS(style.String()); msg != "" {
-					return si, "<style>: " + msg
-				}
-			}
-			depth--
+		if msg := c.token(tok, start, d.InputOffset()); msg != "" {
+			return c.si, msg
 		}
 	}
-	if root {
-		return si, "an XML document without a root element, not an SVG"
+	if c.root {
+		return c.si, "an XML document without a root element, not an SVG"
 	}
-	return si, ""
+	return c.si, ""
+}
+
+// svgChecker is the state of checkSVG between tokens.
+type svgChecker struct {
+	si              svgInfo
+	depth, elements int
+	root            bool // no element yet: the next is the root
+	inStyle         int  // depth of an open <style> element, 0 when none
+	style           strings.Builder
+}
+
+// token checks one token, which spans start to end of the document, and
+// returns the message of the rule it breaks, or "".
+func (c *svgChecker) token(tok xml.Token, start, end int64) string {
+	switch t := tok.(type) {
+	case xml.Directive:
+		if msg := checkDirective(t); msg != "" {
+			return msg
+		}
+		c.si.doctype = [2]int64{start, end}
+	case xml.ProcInst:
+		if strings.EqualFold(t.Target, "xml-stylesheet") {
+			return "refers to an outside style sheet (<?xml-stylesheet?>)"
+		}
+	case xml.StartElement:
+		return c.startElement(t)
+	case xml.CharData:
+		if c.inStyle > 0 {
+			c.style.Write(t)
+		}
+	case xml.EndElement:
+		if c.inStyle == c.depth {
+			c.inStyle = 0
+			if msg := checkCSS(c.style.String()); msg != "" {
+				return "<style>: " + msg
+			}
+		}
+		c.depth--
+	}
+	return ""
+}
+
+// startElement checks an element's place (depth, count, the root is
+// <svg>) and attributes, and starts collecting a <style>'s text.
+func (c *svgChecker) startElement(t xml.StartElement) string {
+	c.depth++
+	c.elements++
+	if c.depth > maxSVGDepth {
+		return fmt.Sprintf("elements nested deeper than %d", maxSVGDepth)
+	}
+	if c.elements > maxSVGElements {
+		return fmt.Sprintf("more than %d elements", maxSVGElements)
+	}
+	if c.root {
+		c.root = false
+		if t.Name.Local != "svg" || (t.Name.Space != "" && t.Name.Space != svgNS) {
+			return fmt.Sprintf("an XML document whose root is <%s>, not an SVG", t.Name.Local)
+		}
+		w, h, msg := svgSize(t.Attr)
+		if msg != "" {
+			return msg
+		}
+		c.si.width, c.si.height = w, h
+	}
+	if t.Name.Space == xincludeNS {
+		return "uses XInclude, which could paste in outside files"
+	}
+	for _, a := range t.Attr {
+		if msg := checkAttr(t.Name.Local, a); msg != "" {
+			return msg
+		}
+	}
+	if t.Name.Local == "style" && c.inStyle == 0 {
+		c.inStyle = c.depth
+		c.style.Reset()
+	}
+	return ""
 }
 
 // checkDirective allows one directive: a DOCTYPE that only names an
@@ -256,28 +277,9 @@ func checkDataURI(v string) string {
 	default:
 		return fmt.Sprintf("embeds data of type %q; only PNG, JPEG, GIF and WebP images may be embedded", display(mediatype))
 	}
-	var raw []byte
-	if isBase64 {
-		clean := strings.Map(func(r rune) rune {
-			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
-				return -1
-			}
-			return r
-		}, payload)
-		b, err := base64.StdEncoding.DecodeString(clean)
-		if err != nil {
-			b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(clean, "="))
-		}
-		if err != nil {
-			return "embeds an image with broken base64 data"
-		}
-		raw = b
-	} else {
-		b, err := url.PathUnescape(payload)
-		if err != nil {
-			return "embeds an image with broken percent-encoding"
-		}
-		raw = []byte(b)
+	raw, msg := dataPayload(payload, isBase64)
+	if msg != "" {
+		return msg
 	}
 	f := sniff(raw)
 	if f == formatUnknown || f == formatSVG {
@@ -293,6 +295,32 @@ func checkDataURI(v string) string {
 	return ""
 }
 
+// dataPayload decodes the payload of a data: URI, base64 (with or
+// without padding, white space ignored) or percent-encoded.
+func dataPayload(payload string, isBase64 bool) ([]byte, string) {
+	if !isBase64 {
+		b, err := url.PathUnescape(payload)
+		if err != nil {
+			return nil, "embeds an image with broken percent-encoding"
+		}
+		return []byte(b), ""
+	}
+	clean := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+			return -1
+		}
+		return r
+	}, payload)
+	b, err := base64.StdEncoding.DecodeString(clean)
+	if err != nil {
+		b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(clean, "="))
+	}
+	if err != nil {
+		return nil, "embeds an image with broken base64 data"
+	}
+	return b, ""
+}
+
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
@@ -301,8 +329,39 @@ func hasPrefixFold(s, prefix string) bool {
 // way a renderer does: width and height (default 100%, i.e. unknown),
 // completed from the viewBox. It returns 0×0 when the SVG names no size.
 func svgSize(attrs []xml.Attr) (w, h int, problem string) {
-	var fw, fh float64
-	var vbW, vbH float64
+	fw, fh, vbW, vbH := sizeAttrs(attrs)
+	if fw < 0 || fh < 0 || vbW < 0 || vbH < 0 || math.IsNaN(fw+fh+vbW+vbH) {
+		return 0, 0, "negative or invalid width, height or viewBox"
+	}
+	fw, fh, ok := completeSize(fw, fh, vbW, vbH)
+	if !ok {
+		return 0, 0, ""
+	}
+	return pixels(fw), pixels(fh), ""
+}
+
+// completeSize completes a width or height the SVG leaves out from the
+// viewBox's aspect ratio, or takes the viewBox's size when it gives
+// neither; false when the size stays unknown.
+func completeSize(fw, fh, vbW, vbH float64) (float64, float64, bool) {
+	vb := vbW > 0 && vbH > 0
+	switch {
+	case fw > 0 && fh > 0:
+	case fw > 0 && vb:
+		fh = fw * vbH / vbW
+	case fh > 0 && vb:
+		fw = fh * vbW / vbH
+	case vb:
+		fw, fh = vbW, vbH
+	default:
+		return 0, 0, false
+	}
+	return fw, fh, true
+}
+
+// sizeAttrs reads the width and height (CSS pixels, 0 when not given or
+// relative) and the viewBox's width and height of the root's attributes.
+func sizeAttrs(attrs []xml.Attr) (fw, fh, vbW, vbH float64) {
 	for _, a := range attrs {
 		if a.Name.Space != "" && a.Name.Space != svgNS {
 			continue
@@ -320,21 +379,7 @@ func svgSize(attrs []xml.Attr) (w, h int, problem string) {
 			}
 		}
 	}
-	if fw < 0 || fh < 0 || vbW < 0 || vbH < 0 || math.IsNaN(fw+fh+vbW+vbH) {
-		return 0, 0, "negative or invalid width, height or viewBox"
-	}
-	switch {
-	case fw > 0 && fh > 0:
-	case fw > 0 && vbW > 0 && vbH > 0:
-		fh = fw * vbH / vbW
-	case fh > 0 && vbW > 0 && vbH > 0:
-		fw = fh * vbW / vbH
-	case vbW > 0 && vbH > 0:
-		fw, fh = vbW, vbH
-	default:
-		return 0, 0, ""
-	}
-	return pixels(fw), pixels(fh), ""
+	return fw, fh, vbW, vbH
 }
 
 // pixels rounds a CSS length up to whole pixels, saturating far above the

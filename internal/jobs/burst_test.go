@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/outprint/outprint/internal/testenv"
 )
 
 // burstResult is what one burst measured.
@@ -91,20 +93,16 @@ func runBurst(tb testing.TB, kind string, n, submitters int) burstResult {
 	}
 
 	// A guard against a stuck queue, not a performance assertion.
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
+	testenv.EventuallyWithin(tb, 10*time.Minute, "the burst to drain", func() bool {
 		st, err := h.svc.Stats(ctx)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if st.ByState[StateSucceeded] == n {
-			break
-		}
-		if st.ByState[StateFailed]+st.ByState[StateCancelled] > 0 || time.Now().After(deadline) {
+		if st.ByState[StateFailed]+st.ByState[StateCancelled] > 0 {
 			tb.Fatalf("burst did not drain: %+v", st)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return st.ByState[StateSucceeded] == n
+	})
 	drain := time.Since(start)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -84,7 +84,8 @@ func crashChild() int {
 		return 2
 	}
 	fmt.Printf("JOB %s\n", job.ID)
-	time.Sleep(60 * time.Second)
+	// The failpoint kills this process; give up if it never comes.
+	<-time.After(60 * time.Second)
 	fmt.Fprintln(os.Stderr, "child: the failpoint was never reached")
 	return 3
 }
@@ -98,7 +99,7 @@ func killAt(point string) func(string) {
 		}
 		fmt.Fprintln(os.Stderr, "child: failpoint", name, "reached, killing the process")
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		time.Sleep(time.Hour) // SIGKILL to oneself is delivered before this returns
+		select {} // SIGKILL to oneself is delivered before this returns
 	}
 }
 
@@ -238,7 +239,7 @@ func crashScenario(t *testing.T, kind, failpoint string, rendersAfter int) {
 		t.Fatal(err)
 	}
 	pdf, _ := io.ReadAll(rc)
-	rc.Close()
+	_ = rc.Close()
 	checkPDF(t, pdf, 2, "outprint job "+job.ID)
 	if final.Pages != 2 {
 		t.Errorf("job pages = %d, want 2", final.Pages)
@@ -256,7 +257,7 @@ func crashScenario(t *testing.T, kind, failpoint string, rendersAfter int) {
 
 	if orphan != "" {
 		// The orphan goes once it is older than TTL.
-		time.Sleep(time.Until(mustIDTime(t, orphan).Add(crashConfig().TTL + 100*time.Millisecond)))
+		h.clock.Advance(mustIDTime(t, orphan).Add(crashConfig().TTL + time.Second).Sub(h.clock.Now()))
 		// (River's periodic sweep may have been first.)
 		if _, err := h.svc.Sweep(ctx); err != nil {
 			t.Fatal(err)

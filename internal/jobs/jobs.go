@@ -183,6 +183,28 @@ type FormInput struct {
 	Values []byte
 }
 
+// Kind is what a job's work is: which runtime renders it
+// (worker.Jobs.Render switches on it).
+type Kind string
+
+// The kinds of work a job can be. A new kind is a constant here, a field
+// of Input and RenderInput for its input, the keys it stores (keys.go) and
+// a case of worker.Jobs.Render.
+const (
+	// KindMarkdown is a Markdown document, uploaded or from Outline.
+	KindMarkdown Kind = "markdown"
+	// KindForm is a PDF form to fill and flatten (Input.Form).
+	KindForm Kind = "form"
+)
+
+// Kind is the kind of the job's work.
+func (in Input) Kind() Kind {
+	if in.Form != nil {
+		return KindForm
+	}
+	return KindMarkdown
+}
+
 // RenderInput is what the worker hands the Renderer: the stored input of
 // one job.
 type RenderInput struct {
@@ -198,6 +220,14 @@ type RenderInput struct {
 	Outline  *OutlineSource
 	// Form is set for forms jobs.
 	Form *FormInput
+}
+
+// Kind is the kind of the job's work.
+func (in RenderInput) Kind() Kind {
+	if in.Form != nil {
+		return KindForm
+	}
+	return KindMarkdown
 }
 
 // Renderer renders one job. The integrator adapts package render to it. A
@@ -329,6 +359,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Webhooks tunes the delivery of callbacks (webhook.go).
 	Webhooks WebhookConfig
+	// Clock gives the service's time: when jobs expire, how old a lease
+	// or an orphan is, what the sweep deletes (default the real clock).
+	// Tests advance one instead of sleeping to a TTL.
+	Clock Clock
 	// Failpoint, for crash tests only, is called with the name of each
 	// failpoint the service passes (FailAfterInputStore, ...); a test's
 	// hook kills the process with SIGKILL at the one it chose, so that the
@@ -375,6 +409,9 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
 	c.Webhooks = c.Webhooks.WithDefaults()
 	return c
 }
@@ -407,6 +444,15 @@ func (c Config) validate() error {
 	}
 	return c.Webhooks.validate()
 }
+
+// Clock tells the time (Config.Clock).
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
 
 // DefaultTTL is Config.TTL's default: how long a finished job's result
 // is kept.

@@ -2,10 +2,8 @@ package jobs
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -51,6 +49,13 @@ func (k Keys) Result() string { return k.Prefix() + "/result.pdf" }
 // the result and deleted with it.
 func (k Keys) Thumbnail(page, width int) string {
 	return fmt.Sprintf("%s/pages/%d-%d.png", k.Prefix(), page, width)
+}
+
+// ThumbnailRefused is the key that records that page could not be drawn
+// width pixels wide within the drawing's bounds, so that asking again
+// costs no drawing (issue 24: failures were not cached).
+func (k Keys) ThumbnailRefused(page, width int) string {
+	return fmt.Sprintf("%s/pages/%d-%d.refused", k.Prefix(), page, width)
 }
 
 // maxAssetKeyBytes keeps an escaped asset name well below the 255-byte file
@@ -101,50 +106,6 @@ type manifestAsset struct {
 	Name string `json:"name"`
 	Key  string `json:"key"`
 	Size int    `json:"size"`
-}
-
-// RequestDigest is the digest Submit uses when Input.Digest is empty: the
-// SHA-256 of a canonical encoding of what decides the PDF — the Outline
-// document id for Outline jobs; the form's bytes and the values for forms
-// jobs; otherwise the name, Markdown, metadata and
-// every asset (sorted by name). Tenant, user and key are not part of it:
-// the key is looked up within the tenant already.
-func RequestDigest(in Input) string {
-	h := sha256.New()
-	field := func(b []byte) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	field([]byte("outprint-job-v1"))
-	if in.Outline != nil {
-		field([]byte(SourceOutline))
-		field([]byte(in.Outline.DocumentID))
-		return hex.EncodeToString(h.Sum(nil))
-	}
-	if in.Form != nil {
-		field([]byte("form"))
-		sum := sha256.Sum256(in.Form.PDF)
-		field(sum[:])
-		field(in.Form.Values)
-		return hex.EncodeToString(h.Sum(nil))
-	}
-	field([]byte(SourceMarkdown))
-	field([]byte(in.Name))
-	field(in.Markdown)
-	field(in.Metadata)
-	names := make([]string, 0, len(in.Assets))
-	for name := range in.Assets {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		field([]byte(name))
-		sum := sha256.Sum256(in.Assets[name])
-		field(sum[:])
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // idTime returns the creation time encoded in a version-7 job id, which the

@@ -84,6 +84,20 @@ func (w *leaseWorker) Work(ctx context.Context, _ *river.Job[leaseArgs]) error {
 	if n > 0 {
 		w.s.cfg.Logger.Warn("jobs: took back expired leases", "jobs", n)
 	}
+	if err := w.s.forgetInternal(ctx); err != nil {
+		w.s.cfg.Logger.Warn("jobs: forget finished lease checks", "err", err)
+	}
+	return err
+}
+
+// forgetInternal deletes the River jobs of the lease checks and sweeps
+// that completed: they run every few seconds and every minute, and River
+// keeps completed jobs for a day, so they would bury the documents' jobs
+// in the queue console (thousands a day). A failed one is kept, for its
+// error.
+func (s *Service) forgetInternal(ctx context.Context) error {
+	_, err := s.db.pool().exec(ctx, `DELETE FROM river_job WHERE state = 'completed' AND kind IN ($1, $2)`,
+		leaseArgs{}.Kind(), sweepArgs{}.Kind())
 	return err
 }
 

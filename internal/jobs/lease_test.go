@@ -75,7 +75,7 @@ func leaseScenario(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	pdf, _ := io.ReadAll(rc)
-	rc.Close()
+	_ = rc.Close()
 	checkPDF(t, pdf, 2, "outprint job "+childID)
 	r.mu.Lock()
 	renders := r.calls[childID]
@@ -156,5 +156,37 @@ func (r *sleepRenderer) Render(ctx context.Context, _ RenderInput, progress func
 		return []byte("%PDF-1.7 stand-in"), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// TestLeaseChecksLeaveNoRows: the lease check runs every LeaseCheck as a
+// River job; once a few have run, at most one completed lease check is
+// left in River's table (the queue console shows River's jobs, and a
+// lease check every few seconds kept for a day would bury the documents'
+// jobs there).
+func TestLeaseChecksLeaveNoRows(t *testing.T) {
+	t.Parallel()
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, kind, nil, leaseConfig())
+			h.start(h.svc)
+			ctx := context.Background()
+			count := func(query string) int {
+				var n int
+				if err := h.db.pool().queryRow(ctx, query, leaseArgs{}.Kind()).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			// River's job ids count up across kinds; with one sweep
+			// besides, a lease check with id 6 is at least the fifth.
+			testenv.EventuallyWithin(t, time.Minute, "five lease checks to run", func() bool {
+				return count(`SELECT COALESCE(MAX(id), 0) FROM river_job WHERE kind = $1 AND state = 'completed'`) >= 6
+			})
+			if n := count(`SELECT COUNT(*) FROM river_job WHERE kind = $1 AND state = 'completed'`); n > 1 {
+				t.Errorf("completed lease checks in river_job = %d, want at most 1", n)
+			}
+		})
 	}
 }

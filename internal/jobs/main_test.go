@@ -96,18 +96,21 @@ func testConfig() Config {
 	}
 }
 
-// harness is one Service on a fresh database and store.
+// harness is one Service on a fresh database and store, its clock one the
+// test moves. A test that waits on the service's events calls
+// svc.TestSignals.Init before it starts the service.
 type harness struct {
 	t     testing.TB
 	url   string
 	db    *DB
 	store *store.FS
 	svc   *Service
+	clock *testenv.Clock
 }
 
 func newHarness(t testing.TB, kind string, r Renderer, cfg Config) *harness {
 	t.Helper()
-	h := &harness{t: t, url: testDatabase(t, kind)}
+	h := &harness{t: t, url: testDatabase(t, kind), clock: &testenv.Clock{}}
 	h.db = openTestDB(t, h.url)
 	st, err := store.NewFS(filepath.Join(t.TempDir(), "data"))
 	if err != nil {
@@ -122,6 +125,9 @@ func newHarness(t testing.TB, kind string, r Renderer, cfg Config) *harness {
 // second process would. It is stopped when the test ends.
 func (h *harness) service(r Renderer, cfg Config) *Service {
 	h.t.Helper()
+	if cfg.Clock == nil {
+		cfg.Clock = h.clock
+	}
 	svc, err := New(h.db, h.store, r, cfg)
 	if err != nil {
 		h.t.Fatal(err)
@@ -141,24 +147,21 @@ func (h *harness) start(svc *Service) {
 	}
 }
 
-// wait polls the job until cond holds or timeout passes (a guard against
-// hangs, not a performance assertion).
+// wait polls the job's row until cond holds or timeout passes (a guard
+// against hangs, not a performance assertion): the row may be written by
+// another process (a crash child), whose events this one cannot hear.
 func (h *harness) wait(tenant, id string, timeout time.Duration, cond func(Job) bool) Job {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		j, err := h.svc.Get(context.Background(), tenant, id)
+	var j Job
+	testenv.EventuallyWithin(h.t, timeout, "job "+id+" to get there", func() bool {
+		var err error
+		j, err = h.svc.Get(context.Background(), tenant, id)
 		if err != nil {
 			h.t.Fatalf("Get(%s) = %v", id, err)
 		}
-		if cond(j) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("job %s did not get there within %s: %+v", id, timeout, j)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return cond(j)
+	})
+	return j
 }
 
 func (h *harness) waitTerminal(tenant, id string) Job {
@@ -287,7 +290,7 @@ func (r *texRenderer) Render(ctx context.Context, in RenderInput, progress func(
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 
 	report(PhaseRendering, 0)
 	select {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/store"
+	"github.com/outprint/outprint/internal/testsignal"
 )
 
 // Service accepts, runs and answers for jobs. Create it with New, Start it
@@ -46,6 +47,32 @@ type Service struct {
 	stopping atomic.Bool
 	// hosts bounds the webhook deliveries in flight per receiver host.
 	hosts hostLimiter
+	// tenants bounds them per tenant.
+	tenants tenantLimiter
+
+	// TestSignals are the service's events for tests; they do nothing
+	// unless a test calls their Init.
+	TestSignals TestSignals
+}
+
+// TestSignals are the job service's events a test can wait on (package
+// testsignal) instead of sleeping or polling.
+type TestSignals struct {
+	// Claimed is a job's id when an attempt claimed it: its row is
+	// running, with this attempt's lease.
+	Claimed testsignal.Signal[string]
+	// Settled is a job's id when an attempt ended, whatever it wrote:
+	// succeeded, failed, cancelled, given back or left for a retry.
+	Settled testsignal.Signal[string]
+	// Swept is what a sweep removed, when one ended.
+	Swept testsignal.Signal[SweepResult]
+}
+
+// Init makes every signal record its events for tb.
+func (ts *TestSignals) Init(tb testsignal.TB) {
+	ts.Claimed.Init(tb)
+	ts.Settled.Init(tb)
+	ts.Swept.Init(tb)
 }
 
 type runningJob struct {
@@ -96,7 +123,7 @@ func New(db *DB, st Store, r Renderer, cfg Config) (*Service, error) {
 		RetryPolicy:          backoff{base: cfg.RetryBase, max: cfg.RetryMax},
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cfg.FetchPollInterval,
-		Logger:               cfg.Logger,
+		Logger:               riverLogger(cfg.Logger),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(
 			river.PeriodicInterval(cfg.SweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) {
@@ -153,7 +180,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	return nil
 }
 
-func (s *Service) now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+// now is the service's time (Config.Clock), at the precision the
+// databases keep.
+func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 255
@@ -179,19 +208,23 @@ func validateInput(in Input) error {
 	if err := validateCallback(in.Callback); err != nil {
 		return err
 	}
-	if k := in.IdempotencyKey; k != "" {
-		ok := len(k) <= maxIdempotencyKey
-		for i := 0; ok && i < len(k); i++ {
-			ok = k[i] > 0x20 && k[i] < 0x7f
-		}
-		if !ok {
-			return limits.Invalid(limits.Problem{
-				Field: "Idempotency-Key", Source: limits.SourceRequest, Code: limits.CodeInvalid,
-				Message: fmt.Sprintf("the Idempotency-Key header must be 1 to %d visible ASCII characters", maxIdempotencyKey),
-			})
-		}
+	return validateKey(in.IdempotencyKey)
+}
+
+// validateKey refuses an Idempotency-Key that is not 1 to
+// maxIdempotencyKey visible ASCII characters ("" is no key).
+func validateKey(k string) error {
+	ok := len(k) <= maxIdempotencyKey
+	for i := 0; ok && i < len(k); i++ {
+		ok = k[i] > 0x20 && k[i] < 0x7f
 	}
-	return nil
+	if ok {
+		return nil
+	}
+	return limits.Invalid(limits.Problem{
+		Field: "Idempotency-Key", Source: limits.SourceRequest, Code: limits.CodeInvalid,
+		Message: fmt.Sprintf("the Idempotency-Key header must be 1 to %d visible ASCII characters", maxIdempotencyKey),
+	})
 }
 
 // Submit accepts a job: it stores the input under jobs/{id}/ and then,
@@ -234,6 +267,11 @@ func (s *Service) Submit(ctx context.Context, in Input) (job Job, created bool, 
 	manifest, err := s.storeInput(ctx, keys, in)
 	if err != nil {
 		s.discardInput(ctx, keys)
+		if errors.Is(err, store.ErrNoSpace) {
+			// The operator's to fix, and a retry later succeeds: the
+			// client is told so (507 with Retry-After), not "internal".
+			return Job{}, false, fmt.Errorf("submit %s: store input: %w (%w)", job.ID, limits.NoSpace(), err)
+		}
 		return Job{}, false, fmt.Errorf("submit %s: store input: %w", job.ID, err)
 	}
 	s.failpoint(FailAfterInputStore)
@@ -381,7 +419,7 @@ func (s *Service) readAll(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only: ReadAll saw every error
 	b, err := io.ReadAll(rc)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
@@ -458,15 +496,9 @@ func (s *Service) load(ctx context.Context, id string) (Job, error) {
 // job.OutlineDocumentID before sending the body. The caller closes the
 // reader.
 func (s *Service) Result(ctx context.Context, tenant, id string) (io.ReadCloser, Job, error) {
-	job, err := s.Get(ctx, tenant, id)
+	job, err := s.readable(ctx, tenant, id)
 	if err != nil {
-		return nil, Job{}, err
-	}
-	if job.State != StateSucceeded {
-		return nil, job, ErrNotReady
-	}
-	if !s.now().Before(job.ExpiresAt) {
-		return nil, job, ErrExpired
+		return nil, job, err
 	}
 	rc, err := s.store.Get(ctx, Keys{id}.Result())
 	if errors.Is(err, store.ErrNotFound) {
@@ -476,6 +508,23 @@ func (s *Service) Result(ctx context.Context, tenant, id string) (io.ReadCloser,
 		return nil, job, fmt.Errorf("result %s: %w", id, err)
 	}
 	return rc, job, nil
+}
+
+// readable returns job id of tenant when its result may be read: the
+// errors of Get, ErrNotReady before it succeeded, ErrExpired after its
+// retention.
+func (s *Service) readable(ctx context.Context, tenant, id string) (Job, error) {
+	job, err := s.Get(ctx, tenant, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if job.State != StateSucceeded {
+		return job, ErrNotReady
+	}
+	if !s.now().Before(job.ExpiresAt) {
+		return job, ErrExpired
+	}
+	return job, nil
 }
 
 // Cancel cancels a queued or running job of tenant and returns it. A

@@ -177,7 +177,7 @@ func TestSubmitGetList(t *testing.T) {
 				t.Fatal(err)
 			}
 			pdf, _ := io.ReadAll(rc)
-			rc.Close()
+			_ = rc.Close()
 			checkPDF(t, pdf, 2, "outprint job "+b.ID)
 
 			// The renderer got the stored input back.
@@ -355,9 +355,7 @@ func TestResultNotReadyThenExpired(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg := testConfig()
-			cfg.TTL = 2 * time.Second
-			h := newHarness(t, kind, newTeXRenderer(t), cfg)
+			h := newHarness(t, kind, newTeXRenderer(t), testConfig())
 			job, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte("x\n")})
 			if err != nil {
 				t.Fatal(err)
@@ -372,7 +370,7 @@ func TestResultNotReadyThenExpired(t *testing.T) {
 				t.Fatalf("Result(succeeded) = %v", err)
 			}
 			pdf, _ := io.ReadAll(rc)
-			rc.Close()
+			_ = rc.Close()
 			checkPDF(t, pdf, 1, job.ID)
 			if j.ID != job.ID {
 				t.Errorf("Result job = %s, want %s", j.ID, job.ID)
@@ -380,7 +378,7 @@ func TestResultNotReadyThenExpired(t *testing.T) {
 
 			// Past ExpiresAt the result is gone for clients, before and
 			// after the sweep deleted the files.
-			time.Sleep(time.Until(done.ExpiresAt) + 50*time.Millisecond)
+			h.clock.Advance(done.ExpiresAt.Sub(h.clock.Now()) + time.Millisecond)
 			if _, _, err := h.svc.Result(ctx, "acme", job.ID); !errors.Is(err, ErrExpired) {
 				t.Errorf("Result(expired) = %v, want ErrExpired", err)
 			}
@@ -476,6 +474,7 @@ func TestCancelRunning(t *testing.T) {
 				ctx := context.Background()
 				r := newTeXRenderer(t)
 				h := newHarness(t, kind, r, testConfig())
+				h.svc.TestSignals.Init(t)
 				h.start(h.svc)
 				canceller := h.svc
 				if where == "other process" {
@@ -505,24 +504,17 @@ func TestCancelRunning(t *testing.T) {
 					t.Errorf("Cancel = %s, want cancelled", c.State)
 				}
 				var seen, reaped time.Time
-				deadline := time.Now().Add(10 * time.Second)
-				for time.Now().Before(deadline) {
+				testenv.EventuallyWithin(t, 10*time.Second, "the render's context cancelled", func() bool {
 					r.mu.Lock()
+					defer r.mu.Unlock()
 					seen, reaped = r.ctxDone[job.ID], r.reaped[job.ID]
-					r.mu.Unlock()
-					if !seen.IsZero() {
-						break
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				if seen.IsZero() {
-					t.Fatal("the render's context was never cancelled")
-				}
+					return !seen.IsZero()
+				})
 				if d := reaped.Sub(cancelAt); d > 2*time.Second {
 					t.Errorf("TeX process reaped %s after Cancel, want within 2 s", d)
 				}
 				// The worker settles and stores nothing.
-				time.Sleep(300 * time.Millisecond)
+				h.svc.TestSignals.Settled.WaitFor(testenv.WaitTimeout, func(id string) bool { return id == job.ID })
 				j, _ := h.svc.Get(ctx, "acme", job.ID)
 				if j.State != StateCancelled {
 					t.Errorf("job after cancel = %s, want cancelled", j.State)
@@ -578,6 +570,7 @@ func TestFailures(t *testing.T) {
 					cfg.JobTimeout = tt.jobTimeout
 				}
 				h := newHarness(t, kind, r, cfg)
+				h.svc.TestSignals.Init(t)
 				h.start(h.svc)
 				job, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte(tt.markdown)})
 				if err != nil {
@@ -604,11 +597,12 @@ func TestFailures(t *testing.T) {
 				}
 				// The observer hears of the end right after the state
 				// commits, so the poll above can see the state first.
+				// The attempt that ended it has returned once it is settled.
+				h.svc.TestSignals.Settled.WaitFor(testenv.WaitTimeout, func(id string) bool {
+					f, _, _ := rec.snapshot()
+					return id == job.ID && f[tt.wantState+"/"+tt.wantCode] > 0
+				})
 				f, retried, started := rec.snapshot()
-				for deadline := time.Now().Add(5 * time.Second); f[tt.wantState+"/"+tt.wantCode] == 0 && time.Now().Before(deadline); {
-					time.Sleep(10 * time.Millisecond)
-					f, retried, started = rec.snapshot()
-				}
 				if retried != tt.wantRetried || started != 1 || f[tt.wantState+"/"+tt.wantCode] != 1 {
 					t.Errorf("observer: retried %d started %d finished %v, want %d, 1, {%s/%s:1}",
 						retried, started, f, tt.wantRetried, tt.wantState, tt.wantCode)
@@ -698,6 +692,7 @@ func TestBudgetBoundsConcurrency(t *testing.T) {
 			cfg.Budget = bud
 			cfg.BudgetWait = 200 * time.Millisecond
 			h := newHarness(t, kind, newTeXRenderer(t), cfg)
+			h.svc.TestSignals.Init(t)
 			h.start(h.svc)
 
 			// While synchronous renders hold the whole budget, a job waits
@@ -709,7 +704,8 @@ func TestBudgetBoundsConcurrency(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Second)
+			// Its attempt waits BudgetWait for a slot and gives the job back.
+			h.svc.TestSignals.Settled.WaitFor(testenv.WaitTimeout, func(id string) bool { return id == first.ID })
 			if j, _ := h.svc.Get(ctx, "acme", first.ID); j.State != StateQueued || j.Attempts != 0 {
 				t.Errorf("job while the budget is busy = %s after %d attempts, want queued after 0", j.State, j.Attempts)
 			}
@@ -736,16 +732,11 @@ func TestBudgetBoundsConcurrency(t *testing.T) {
 			}
 			// The worker gives its slot back as its last step, after the
 			// job's row says succeeded: wait (bounded) for that.
-			deadline := time.Now().Add(time.Minute)
-			for {
+			testenv.Eventually(t, "the budget given back", func() bool {
 				bud.mu.Lock()
-				inUse := bud.inUse
-				bud.mu.Unlock()
-				if inUse == 0 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				defer bud.mu.Unlock()
+				return bud.inUse == 0
+			})
 			bud.mu.Lock()
 			defer bud.mu.Unlock()
 			if bud.max != 1 || bud.inUse != 0 {
@@ -779,19 +770,10 @@ func TestRetention(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			cfg := testConfig()
-			cfg.TTL = time.Second
-			cfg.RowRetention = 2 * time.Second
 			cfg.SweepInterval = 300 * time.Millisecond
 			h := newHarness(t, kind, newTeXRenderer(t), cfg)
-
-			// An input folder without a row, from a crash an hour ago, and
-			// one from just now (an acceptance in flight) that must stay.
-			orphan, fresh := oldID(time.Now().Add(-time.Hour)), oldID(time.Now().Add(time.Minute))
-			for _, id := range []string{orphan, fresh} {
-				if err := h.store.Put(ctx, Keys{id}.Document(), strings.NewReader("x")); err != nil {
-					t.Fatal(err)
-				}
-			}
+			h.svc.TestSignals.Init(t)
+			orphan := oldID(time.Now())
 			h.start(h.svc)
 			job, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte("x\n"), IdempotencyKey: "k"})
 			if err != nil {
@@ -800,29 +782,25 @@ func TestRetention(t *testing.T) {
 			if j := h.waitTerminal("acme", job.ID); j.State != StateSucceeded {
 				t.Fatalf("job = %s, want succeeded", j.State)
 			}
-			// River's periodic sweep deletes the files after TTL and the
-			// row after RowRetention, without being called.
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				_, err := h.svc.Get(ctx, "acme", job.ID)
-				if errors.Is(err, ErrNotFound) {
-					break
+			// Past RowRetention (and TTL): an input folder without a row,
+			// from a crash when the job was made, and one from just now (an
+			// acceptance in flight) that must stay.
+			h.clock.Advance(testConfig().WithDefaults().RowRetention + time.Minute)
+			fresh := oldID(h.clock.Now())
+			for _, id := range []string{orphan, fresh} {
+				if err := h.store.Put(ctx, Keys{id}.Document(), strings.NewReader("x")); err != nil {
+					t.Fatal(err)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("job row still there after RowRetention: %v", err)
-				}
-				time.Sleep(100 * time.Millisecond)
 			}
-			// The same sweep deletes orphan folders after the rows: wait
-			// (bounded) for the pass to finish.
+			// River's periodic sweep deletes the files, the row and the
+			// orphan, without being called: a pass that began before the
+			// clock moved may find nothing, the next does.
 			var names []string
-			for {
+			h.svc.TestSignals.Swept.WaitFor(testenv.WaitTimeout, func(SweepResult) bool {
+				_, err := h.svc.Get(ctx, "acme", job.ID)
 				names, _ = h.store.List(ctx, "jobs")
-				if slices.Equal(names, []string{fresh}) || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return errors.Is(err, ErrNotFound) && slices.Equal(names, []string{fresh})
+			})
 			if !slices.Equal(names, []string{fresh}) {
 				t.Errorf("stored folders = %v, want only the fresh one %s", names, fresh)
 			}

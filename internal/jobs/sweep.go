@@ -66,6 +66,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	if res.Orphans, err = s.sweepOrphans(ctx); err != nil {
 		return res, err
 	}
+	s.TestSignals.Swept.Signal(res)
 	return res, nil
 }
 

@@ -126,9 +126,15 @@ type WebhookConfig struct {
 	// process (default 1), so that a slow receiver holds one worker, not
 	// all of them.
 	PerHost int
-	// HostWait is how long a delivery waits for its host's turn before it
-	// is put back in the queue for a moment, without an attempt (default
-	// 2 s).
+	// PerTenant bounds the deliveries in flight of one tenant in this
+	// process (default half of MaxWorkers, at least 1), so that a tenant
+	// whose callbacks go to many slow hosts leaves workers to the others.
+	PerTenant int
+	// HostWait is the least a delivery that finds its host (or tenant)
+	// busy is put back in the queue for, without an attempt and without
+	// holding a worker (default 2 s); a host whose attempts take longer
+	// gives its waiting deliveries turns as far apart as its attempts
+	// take (hostLimiter).
 	HostWait time.Duration
 	// Timeout bounds one attempt as the Sender applies it (default 10 s);
 	// River's deadline for the worker is derived from it.
@@ -165,6 +171,9 @@ func (c WebhookConfig) WithDefaults() WebhookConfig {
 	if c.PerHost == 0 {
 		c.PerHost = 1
 	}
+	if c.PerTenant == 0 {
+		c.PerTenant = max(c.MaxWorkers/2, 1)
+	}
 	return c
 }
 
@@ -178,6 +187,8 @@ func (c WebhookConfig) validate() error {
 		return fmt.Errorf("jobs: webhook MaxWorkers %d: want 1 to 1000", c.MaxWorkers)
 	case c.PerHost < 0:
 		return fmt.Errorf("jobs: webhook PerHost %d: want at least 1", c.PerHost)
+	case c.PerTenant < 0:
+		return fmt.Errorf("jobs: webhook PerTenant %d: want at least 1", c.PerTenant)
 	}
 	return nil
 }
@@ -292,11 +303,10 @@ func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[webhookArgs]) er
 	return w.s.deliver(ctx, rj.Args.JobID)
 }
 
-// Timeout is River's deadline for one delivery: the wait for the host's
-// turn, the attempt, and room for the bookkeeping around it.
+// Timeout is River's deadline for one delivery: the attempt and room for
+// the bookkeeping around it (a delivery never waits for its host's turn).
 func (w *webhookWorker) Timeout(*river.Job[webhookArgs]) time.Duration {
-	c := w.s.cfg.Webhooks
-	return c.HostWait + c.Timeout + 30*time.Second
+	return w.s.cfg.Webhooks.Timeout + 30*time.Second
 }
 
 // deliver makes one attempt of a job's delivery and records it. Its error
@@ -309,10 +319,12 @@ func (s *Service) deliver(ctx context.Context, jobID string) error {
 	var (
 		rawURL, baseURL, state string
 		attempts               int
+		lastStatus             *int
+		lastError              string
 		settled                *time.Time
 	)
-	err := s.db.pool().queryRow(ctx, `SELECT url, base_url, state, attempts, settled_at FROM outprint_webhooks WHERE job_id = $1`,
-		jobID).Scan(&rawURL, &baseURL, &state, &attempts, &settled)
+	err := s.db.pool().queryRow(ctx, `SELECT url, base_url, state, attempts, last_status, last_error, settled_at FROM outprint_webhooks WHERE job_id = $1`,
+		jobID).Scan(&rawURL, &baseURL, &state, &attempts, &lastStatus, &lastError, &settled)
 	if errors.Is(err, errNoRows) {
 		return nil // swept with its job
 	}
@@ -334,20 +346,46 @@ func (s *Service) deliver(ctx context.Context, jobID string) error {
 		return river.JobSnooze(c.RetryBase)
 	}
 
-	host := callbackHost(rawURL)
-	release, ok := s.hosts.acquire(ctx, host, c.PerHost, c.HostWait)
-	if !ok {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// Another delivery to this host is in flight: come back in a
-		// moment, without spending an attempt.
-		return river.JobSnooze(jitter(c.HostWait))
+	now := s.now()
+	if settled == nil {
+		settled = &now
 	}
-	defer release()
+	giveUp := settled.Add(c.MaxAge)
+	if !now.Before(giveUp) {
+		// The give-up timer runs whether or not the host's turn came
+		// (issue 24: deliveries that never got their turn were never
+		// given up).
+		s.observeWebhook(WebhookOutcomeDead)
+		msg := fmt.Sprintf("gave up %s after the job ended, after %d attempts", c.MaxAge, attempts)
+		if lastError != "" {
+			msg += ": " + lastError
+		}
+		log.Warn("jobs: webhook dead", "attempt", attempts, "err", msg)
+		return s.recordWebhook(ctx, jobID, WebhookDead, attempts, lastStatus, truncate(msg, 1000), nil, log)
+	}
+
+	// Fairness (issue 24): a delivery never waits for its host's or its
+	// tenant's turn on a worker. When the host has PerHost deliveries in
+	// flight, or the tenant PerTenant, it goes back to the queue until
+	// its next turn, and the worker takes the next delivery: one dead
+	// receiver costs its own deliveries' time, never another tenant's.
+	host := callbackHost(rawURL)
+	releaseTenant, ok := s.tenants.tryAcquire(job.Tenant, c.PerTenant)
+	if !ok {
+		return river.JobSnooze(min(jitter(c.HostWait), giveUp.Sub(now)))
+	}
+	defer releaseTenant()
+	release, wait, ok := s.hosts.tryAcquire(host, c.PerHost, c.HostWait, time.Now)
+	if !ok {
+		// The turn is kept for this delivery; the snooze ends at the
+		// give-up time at the latest, so that the timer runs.
+		return river.JobSnooze(max(min(wait, giveUp.Sub(now)), time.Millisecond))
+	}
 
 	attempt := attempts + 1
+	began := time.Now()
 	res := c.Sender.Send(ctx, WebhookDelivery{EventID: EventID(jobID), URL: rawURL, BaseURL: baseURL, Job: job, Attempt: attempt})
+	release(time.Since(began))
 	var status *int
 	if res.Status != 0 {
 		status = &res.Status
@@ -373,12 +411,9 @@ func (s *Service) deliver(ctx context.Context, jobID string) error {
 	if res.RetryAfter > 0 {
 		delay = res.RetryAfter
 	}
-	now := s.now()
+	now = s.now()
 	next := now.Add(delay)
-	if settled == nil {
-		settled = &now
-	}
-	if next.After(settled.Add(c.MaxAge)) {
+	if next.After(giveUp) {
 		s.observeWebhook(WebhookOutcomeDead)
 		msg := fmt.Sprintf("gave up %s after the job ended: %s", c.MaxAge, errText)
 		log.Warn("jobs: webhook dead", "attempt", attempt, "err", msg)
@@ -468,48 +503,100 @@ func callbackHost(rawURL string) string {
 }
 
 // hostLimiter bounds the deliveries in flight per receiver host in this
-// process.
+// process, without making anybody wait: a delivery that finds its host's
+// places taken is told how long to stay away (tryAcquire). The host's
+// turns are handed out one after another, as far apart as its attempts
+// take (the last attempt's duration, at least HostWait, divided among its
+// places): a receiver that never answers gets one attempt per timeout,
+// and its backlog waits in the queue for turns spread over the future
+// instead of coming back every HostWait to find the host busy again —
+// which, with 10,000 deliveries to one dead host, kept every worker busy
+// turning them away while another tenant's delivery waited 48 minutes.
 type hostLimiter struct {
 	mu    sync.Mutex
 	slots map[string]*hostSlot
 }
 
 type hostSlot struct {
-	sem   chan struct{}
-	users int // holders and waiters; the slot is dropped at zero
+	inFlight int
+	// cost is how long the host's last attempt took; next the start of
+	// the latest turn handed out to a delivery turned away.
+	cost time.Duration
+	next time.Time
 }
 
-// acquire waits up to wait for one of host's per places; ok is false when
-// none came free in time (or ctx ended). release must be called after a
-// successful acquire.
-func (l *hostLimiter) acquire(ctx context.Context, host string, per int, wait time.Duration) (release func(), ok bool) {
+// tryAcquire takes one of host's per places if one is free; release must
+// then be called with how long the attempt took. Otherwise ok is false
+// and wait is how long the delivery should stay away: until the next
+// turn not handed out yet.
+func (l *hostLimiter) tryAcquire(host string, per int, minWait time.Duration, now func() time.Time) (release func(took time.Duration), wait time.Duration, ok bool) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.slots == nil {
 		l.slots = map[string]*hostSlot{}
 	}
 	h := l.slots[host]
 	if h == nil {
-		h = &hostSlot{sem: make(chan struct{}, per)}
+		h = &hostSlot{}
 		l.slots[host] = h
 	}
-	h.users++
-	l.mu.Unlock()
-	leave := func() {
+	t := now()
+	if h.inFlight < per {
+		h.inFlight++
+		return func(took time.Duration) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			h.inFlight--
+			h.cost = took
+			if h.inFlight == 0 && !h.next.After(now()) {
+				delete(l.slots, host) // nothing waits for a turn
+			}
+		}, 0, true
+	}
+	step := max(h.cost, minWait) / time.Duration(per)
+	h.next = maxTime(h.next, t).Add(step)
+	return nil, jitterUp(h.next.Sub(t), step), false
+}
+
+// tenantLimiter bounds the deliveries in flight per tenant in this process,
+// without waiting.
+type tenantLimiter struct {
+	mu       sync.Mutex
+	inFlight map[string]int
+}
+
+// tryAcquire takes one of tenant's per places, or reports false.
+func (l *tenantLimiter) tryAcquire(tenant string, per int) (release func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight == nil {
+		l.inFlight = map[string]int{}
+	}
+	if l.inFlight[tenant] >= per {
+		return nil, false
+	}
+	l.inFlight[tenant]++
+	return func() {
 		l.mu.Lock()
-		h.users--
-		if h.users == 0 {
-			delete(l.slots, host)
+		defer l.mu.Unlock()
+		if l.inFlight[tenant]--; l.inFlight[tenant] <= 0 {
+			delete(l.inFlight, tenant)
 		}
-		l.mu.Unlock()
+	}, true
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case h.sem <- struct{}{}:
-		return func() { <-h.sem; leave() }, true
-	case <-t.C:
-	case <-ctx.Done():
+	return b
+}
+
+// jitterUp adds up to a quarter of step to d, so that deliveries given
+// neighbouring turns do not all come back at the very same instant.
+func jitterUp(d, step time.Duration) time.Duration {
+	if step <= 0 {
+		return d
 	}
-	leave()
-	return nil, false
+	return d + time.Duration(rand.Int64N(int64(step/4)+1))
 }

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
+	"rsc.io/pdf"
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/store"
@@ -22,7 +25,9 @@ type renderWorker struct {
 }
 
 func (w *renderWorker) Work(ctx context.Context, rj *river.Job[renderArgs]) error {
-	return w.s.work(ctx, rj)
+	err := w.s.work(ctx, rj)
+	w.s.TestSignals.Settled.Signal(rj.Args.JobID)
+	return err
 }
 
 // Timeout is River's own deadline for an attempt: longer than the budget
@@ -84,11 +89,8 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 	}()
 
 	if s.cfg.Budget != nil {
-		bctx, cancel := context.WithTimeoutCause(jctx, s.cfg.BudgetWait, errBudgetBusy)
-		err := s.cfg.Budget.Acquire(bctx)
-		cancel()
-		if err != nil {
-			if jctx.Err() == nil && errors.Is(context.Cause(bctx), errBudgetBusy) {
+		if err := s.acquireBudget(jctx); err != nil {
+			if errors.Is(err, errBudgetBusy) {
 				// Renders (synchronous ones too) keep the budget busy:
 				// not the job's fault, so no attempt is spent.
 				log.Info("jobs: render budget busy, requeued")
@@ -116,6 +118,7 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 	}
 	me.fence = fence{riverID: rj.ID, attempt: n}
 	b.fence = me.fence
+	s.TestSignals.Claimed.Signal(id)
 	if job.StartedAt == nil && s.cfg.Observer != nil {
 		s.cfg.Observer.Started(now.Sub(job.CreatedAt))
 	}
@@ -137,6 +140,19 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 	return nil
 }
 
+// acquireBudget takes a unit of the render budget for an attempt, waiting
+// at most BudgetWait: errBudgetBusy when the wait ran out while the
+// attempt's context lives on.
+func (s *Service) acquireBudget(jctx context.Context) error {
+	bctx, cancel := context.WithTimeoutCause(jctx, s.cfg.BudgetWait, errBudgetBusy)
+	defer cancel()
+	err := s.cfg.Budget.Acquire(bctx)
+	if err != nil && jctx.Err() == nil && errors.Is(context.Cause(bctx), errBudgetBusy) {
+		return errBudgetBusy
+	}
+	return err
+}
+
 // produce makes sure jobs/{id}/result.pdf holds the job's PDF and returns
 // its page count. A result already stored is complete (Put is atomic) and
 // comes from an earlier attempt that died before its success transition:
@@ -144,7 +160,12 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 func (s *Service) produce(ctx context.Context, rj *river.Job[renderArgs], job Job, b *beat) (int, error) {
 	k := Keys{job.ID}
 	if rc, err := s.store.Get(ctx, k.Result()); err == nil {
-		_ = rc.Close()
+		defer func() { _ = rc.Close() }()
+		// The stored PDF says how many pages it has; the row's count
+		// may be gone (a retry or a release resets it).
+		if n, err := storedPages(rc); err == nil && n > 0 {
+			return n, nil
+		}
 		return job.Pages, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return 0, fmt.Errorf("check result: %w", err)
@@ -197,6 +218,26 @@ func (s *Service) produce(ctx context.Context, rj *river.Job[renderArgs], job Jo
 	}
 	s.failpoint(FailAfterOutputStore)
 	return pages, nil
+}
+
+// storedPages counts the pages of a stored result (a PDF outprint wrote).
+func storedPages(r io.Reader) (n int, err error) {
+	// The parser panics on some malformed files: a broken result is an
+	// error here, not a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, fmt.Errorf("read stored result: malformed PDF (%v)", p)
+		}
+	}()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, fmt.Errorf("read stored result: %w", err)
+	}
+	doc, err := pdf.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return 0, fmt.Errorf("read stored result: %w", err)
+	}
+	return doc.NumPage(), nil
 }
 
 // errNotRunning is returned by succeed when the row left the running state
@@ -268,7 +309,13 @@ func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], j
 		log.Info("jobs: released at shutdown")
 		return river.JobSnooze(0)
 	}
+	return s.failOrRetry(wctx, rj, id, f, err, took, log)
+}
 
+// failOrRetry settles an attempt that ended on err, neither cancelled nor
+// stopped by a drain: a document's problem, a missing input or the last
+// attempt fails the job; anything else leaves it for River's retry.
+func (s *Service) failOrRetry(wctx context.Context, rj *river.Job[renderArgs], id string, f fence, err error, took time.Duration, log *slog.Logger) error {
 	var le *limits.Error
 	switch {
 	case errors.As(err, &le):

@@ -37,7 +37,15 @@ const (
 	CodeBusy         = "busy"           // no slot and no place in the queue
 	CodeUserLimit    = "user_limit"     // the user already has renders running
 	CodeInternal     = "internal"       // our fault; details only in logs
+	CodeNoSpace      = "no_space"       // the server's disk is full; retry later
 )
+
+// Codes returns every error code above, in order: the bounded set of a
+// metric label that carries a code.
+func Codes() []string {
+	return []string{CodeInvalid, CodeUnknown, CodeMath, CodeTeX, CodeImage, CodeTooLarge, CodeTooManyPages,
+		CodePDFTooLarge, CodeResource, CodeTimeout, CodeBusy, CodeUserLimit, CodeInternal}
+}
 
 // Problem is one entry of the error list. Line is the 1-based Markdown line,
 // or 0 when no line applies (it is written as null).
@@ -104,6 +112,11 @@ const (
 	// KindBusy: no capacity for the request now; waiting helps (429 with
 	// Retry-After).
 	KindBusy Kind = "busy"
+	// KindNoSpace: the server is out of disk space for the request's
+	// files (507 with Retry-After): nothing the client sent is wrong, and
+	// the same request succeeds once space is freed (retention deletes
+	// old results, an operator grows the volume).
+	KindNoSpace Kind = "no_space"
 )
 
 // Error is a failed render or request that the client can act on: a list of
@@ -229,4 +242,17 @@ func Timeout(limit time.Duration) error {
 		Source: SourceDocument, Code: CodeTimeout,
 		Message: fmt.Sprintf("rendering took too long (limit %s); shorten the document", limit),
 	}}}
+}
+
+// NoSpaceRetry is how long a client is asked to wait after a KindNoSpace
+// refusal: retention and operators free space in minutes, not seconds.
+const NoSpaceRetry = 60 * time.Second
+
+// NoSpace is the KindNoSpace error: a file the request needs could not be
+// written because the server's disk (or the quota of its volume) is full.
+// The reason is the server's, but unlike an internal error it is said, so
+// that a client retries later instead of reporting a bug.
+func NoSpace() *Error {
+	return &Error{Kind: KindNoSpace, Problems: []Problem{{Source: SourceService, Code: CodeNoSpace,
+		Message: "the server is out of disk space; retry later"}}}
 }

@@ -39,7 +39,13 @@ const (
 	// RenderMemoryBytes is the address-space rlimit of a render process.
 	RenderMemoryBytes = 1 << 30
 	// RenderProcesses is the process-count rlimit of a render process.
-	RenderProcesses = 128
+	// RLIMIT_NPROC counts every process and thread of the user, and in
+	// the image the diagrams' warm Chromium runs as the same user with
+	// about 100 threads: at 128 TeX could no longer fork xdvipdfmx (or a
+	// zygote its child) once a browser was up. The container's pids limit
+	// (512 for a worker in compose.yaml) is the bound that holds the
+	// whole process; this one only keeps TeX from multiplying.
+	RenderProcesses = 512
 	// ScratchBytes bounds the files a render may write (file-size rlimit and
 	// the scratch folder's total).
 	ScratchBytes = 256 << 20
@@ -72,4 +78,20 @@ type Render struct {
 // DefaultRender returns the bounds of SPEC §3.
 func DefaultRender() Render {
 	return Render{Timeout: DefaultRenderTimeout, MaxPages: DefaultMaxPages, MaxPDFBytes: MaxPDFBytes}
+}
+
+// WithDefaults returns r with every unset bound at SPEC §3's, and the
+// pages and PDF size never above it (they can only be lowered).
+func (r Render) WithDefaults() Render {
+	d := DefaultRender()
+	if r.Timeout <= 0 {
+		r.Timeout = d.Timeout
+	}
+	if r.MaxPages <= 0 || r.MaxPages > d.MaxPages {
+		r.MaxPages = d.MaxPages
+	}
+	if r.MaxPDFBytes <= 0 || r.MaxPDFBytes > d.MaxPDFBytes {
+		r.MaxPDFBytes = d.MaxPDFBytes
+	}
+	return r
 }

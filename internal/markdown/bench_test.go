@@ -8,6 +8,7 @@ import (
 
 	"github.com/yuin/goldmark/text"
 
+	"github.com/outprint/outprint/internal/highlight"
 	"github.com/outprint/outprint/internal/testenv"
 )
 
@@ -150,7 +151,7 @@ func BenchmarkHighlight(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, bl := range blocks {
-			HighlightCode(bl.lang, bl.code)
+			highlight.Code(bl.lang, bl.code)
 		}
 	}
 }

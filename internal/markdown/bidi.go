@@ -1,8 +1,7 @@
 package markdown
 
 import (
-	"unicode"
-
+	"github.com/outprint/outprint/internal/script"
 	emojiast "github.com/yuin/goldmark-emoji/ast"
 	"github.com/yuin/goldmark/ast"
 	extast "github.com/yuin/goldmark/extension/ast"
@@ -29,78 +28,80 @@ const maxLookahead = 64
 
 // bidiState is what the writer saves around a bidirectional paragraph.
 type bidiState struct {
-	bidi, rtlOpen bool
-	rtlPrev       fontID
-	laRoot        ast.Node
-	laNode        ast.Node
-	laStop        bool
+	bidi, rtlPara, embOpen bool
+	embPrev                script.Font
+	laRoot                 ast.Node
+	laNode                 ast.Node
+	laStop                 bool
 }
 
 func (r *writer) saveBidi() bidiState {
-	return bidiState{r.bidi, r.rtlOpen, r.rtlPrev, r.laRoot, r.laNode, r.laStop}
+	return bidiState{r.bidi, r.rtlPara, r.embOpen, r.embPrev, r.laRoot, r.laNode, r.laStop}
 }
 
 func (r *writer) restoreBidi(s bidiState) {
-	r.bidi, r.rtlOpen, r.rtlPrev, r.laRoot, r.laNode, r.laStop = s.bidi, s.rtlOpen, s.rtlPrev, s.laRoot, s.laNode, s.laStop
+	r.bidi, r.rtlPara, r.embOpen, r.embPrev, r.laRoot, r.laNode, r.laStop = s.bidi, s.rtlPara, s.embOpen, s.embPrev, s.laRoot, s.laNode, s.laStop
 }
 
 // bidiPara writes the inline content of root (a paragraph, a heading, a
-// table cell, a caption) as one bidirectional paragraph.
+// table cell, a caption) as one bidirectional paragraph in the direction
+// TeX sets it in (writer.dir, see direction.go).
 func (r *writer) bidiPara(root ast.Node) {
 	saved := r.saveBidi()
-	r.bidi, r.rtlOpen, r.rtlPrev = true, false, fontNone
+	r.bidi, r.rtlPara, r.embOpen, r.embPrev = true, r.dir, false, script.None
 	r.laRoot, r.laNode, r.laStop = root, nil, false
 	r.inlines(root)
-	r.endRTL()
+	r.endEmb()
 	r.restoreBidi(saved)
 }
 
 // freeze prepares the writer for ulem's decorations, whose text is plain
 // (their source text, as far as letters go): the paragraph's stretch
 // goes on across them if all of plain belongs to it, else it ends before.
-// Inside, the stretch stays as it is (texWriter.frozen) and each
-// right-to-left run is a stretch of its own inside its group, which ulem
-// keeps in one box. The function freeze returns ends the frozen part,
-// after the decoration.
+// Inside, the stretch stays as it is (texWriter.frozen) and each embedded
+// run is a stretch of its own inside its group, which ulem keeps in one
+// box. The function freeze returns ends the frozen part, after the
+// decoration.
 func (r *writer) freeze(plain string) func() {
-	prev := r.rtlPrev
-	if !isRTLFont(prev) {
-		prev = fontNone
+	prev := r.embPrev
+	if !r.emb(prev) {
+		prev = script.None
 	}
-	runs, last := splitRuns(plain, prev, fontNone)
-	next := fontNone
-	if isRTLFont(last) {
-		// As in texWriter.text: a right-to-left letter or a number next
-		// keeps the stretch going.
+	runs, last := r.split(plain, prev, script.None)
+	next := script.None
+	if r.emb(last) {
+		// As in texWriter.text: a letter of the stretch's direction or a
+		// number next keeps the stretch going.
 		switch f, digit := r.nextLetter(); {
 		case digit:
 			next = last
-		case isRTLFont(f):
+		case r.emb(f):
 			next = f
 		}
-		if next != fontNone {
-			runs, last = splitRuns(plain, prev, next)
+		if next != script.None {
+			runs, last = r.split(plain, prev, next)
 		}
 	}
 	all := len(runs) > 0
 	for _, run := range runs {
-		all = all && run.RTL
+		all = all && run.RTL != r.rtlPara
 	}
-	if all && !r.rtlOpen {
-		r.raw(`\beginR{}`)
-		r.rtlOpen = true
+	if all && !r.embOpen {
+		begin, _ := r.embMacros()
+		r.raw(begin)
+		r.embOpen = true
 	} else if !all {
-		r.endRTL()
+		r.endEmb()
 	}
 	r.frozen = true
 	return func() {
 		r.frozen = false
-		r.rtlPrev = fontNone
-		if isRTLFont(last) {
-			r.rtlPrev = last
+		r.embPrev = script.None
+		if r.emb(last) {
+			r.embPrev = last
 		}
-		if next == fontNone {
-			r.endRTL()
+		if next == script.None {
+			r.endEmb()
 		}
 	}
 }
@@ -115,22 +116,22 @@ func (r *writer) imageShown(n *ast.Image) bool {
 // nextLetter returns the font of the first letter after the piece of text
 // being written (the writer's laNode, or the end of its text when laStop
 // is set) in the same bidirectional paragraph, or digit true when a digit
-// comes first. It returns fontNone when there is none or a line break
+// comes first. It returns script.None when there is none or a line break
 // comes first.
-func (r *writer) nextLetter() (fontID, bool) {
+func (r *writer) nextLetter() (script.Font, bool) {
 	n := r.laNode
 	if r.laStop || n == nil {
-		return fontNone, false
+		return script.None, false
 	}
 	if t, ok := n.(*ast.Text); ok && t.HardLineBreak() {
-		return fontNone, false
+		return script.None, false
 	}
 	budget := maxLookahead
 	for {
 		for n.NextSibling() == nil {
 			n = n.Parent()
 			if n == nil || n == r.laRoot {
-				return fontNone, false
+				return script.None, false
 			}
 		}
 		n = n.NextSibling()
@@ -142,62 +143,38 @@ func (r *writer) nextLetter() (fontID, bool) {
 
 // firstLetter looks for the first letter or digit in n's text. done is
 // false when n has none and the search goes on after n.
-func (r *writer) firstLetter(n ast.Node, budget *int) (f fontID, digit, done bool) {
+func (r *writer) firstLetter(n ast.Node, budget *int) (f script.Font, digit, done bool) {
 	*budget--
 	if *budget < 0 {
-		return fontNone, false, true
+		return script.None, false, true
 	}
 	switch n := n.(type) {
 	case *ast.Text:
 		pieces := textPieces(n.Segment.Value(r.d.src), r.d.opts.outline())
-		if f, digit, ok := letterIn(pieces[0]); ok {
+		if f, digit, ok := script.FirstLetter(pieces[0]); ok {
 			return f, digit, true
 		}
 		// A literal \n or a hard line break ends the search.
-		return fontNone, false, len(pieces) > 1 || n.HardLineBreak()
+		return script.None, false, len(pieces) > 1 || n.HardLineBreak()
 	case *ast.String:
-		f, digit, ok := letterIn(string(n.Value))
+		f, digit, ok := script.FirstLetter(string(n.Value))
 		return f, digit, ok
 	case *ast.AutoLink:
-		f, digit, ok := letterIn(string(n.Label(r.d.src)))
+		f, digit, ok := script.FirstLetter(string(n.Label(r.d.src)))
 		return f, digit, ok
 	case *ast.RawHTML:
-		return fontMain, false, true // a tag: Latin letters, or a line break
+		return script.Main, false, true // a tag: Latin letters, or a line break
 	case *ast.Image:
 		if r.imageShown(n) {
-			return fontNone, false, false
+			return script.None, false, false
 		}
 	case *MathInline, *emojiast.Emoji, *extast.FootnoteLink, *extast.TaskCheckBox:
-		return fontNone, false, false
+		return script.None, false, false
 	}
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		if f, digit, done := r.firstLetter(c, budget); done {
 			return f, digit, true
 		}
 	}
-	return fontNone, false, false
-}
-
-// letterIn returns the font of the first letter of s, or digit true when
-// a digit comes first; ok is false when s has neither.
-func letterIn(s string) (f fontID, digit, ok bool) {
-	var buf [numFonts + 1]fontID
-	for _, c := range s {
-		switch {
-		case c < 0x80:
-			if c >= '0' && c <= '9' {
-				return fontNone, true, true
-			}
-			if isLetter(byte(c)) {
-				return fontMain, false, true
-			}
-		case unicode.IsDigit(c):
-			return fontNone, true, true
-		case unicode.IsLetter(c) || scriptFont(c) != fontMain:
-			cl := cluster{runes: []rune{c}}
-			place(&cl, chainFor(c, buf[:]))
-			return cl.font, false, true
-		}
-	}
-	return fontNone, false, false
+	return script.None, false, false
 }

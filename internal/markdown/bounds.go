@@ -123,6 +123,57 @@ type writerBounds struct {
 	slugNext map[string]int          // slug -> the next suffix to try
 	plains   map[*ast.Heading]string // heading -> its plain text
 	langs    map[string]struct{}     // code languages highlighted so far
+
+	htmlPaired map[ast.Node]bool     // parents whose inline HTML tags are paired
+	htmlPairs  map[ast.Node]ast.Node // opening tag -> its closing tag among its siblings
+}
+
+// htmlCloser returns the closing tag that matches the opening tag n among
+// n's following siblings, at the same depth of tags of its name, or nil.
+// The tags of a parent are paired once, with a stack per name, when the
+// first of them is asked for (and remembered while other parents are
+// written, a paragraph's and its emphasis' in turn): looking for each opener's closer among its
+// siblings was quadratic (`[a](<b>` repeated, 4,000 unclosed <b>, took
+// 12 s; issue 29).
+func (b *writerBounds) htmlCloser(n ast.Node, src []byte) ast.Node {
+	parent := n.Parent()
+	if parent == nil {
+		return nil
+	}
+	if !b.htmlPaired[parent] {
+		if b.htmlPaired == nil {
+			b.htmlPaired, b.htmlPairs = map[ast.Node]bool{}, map[ast.Node]ast.Node{}
+		}
+		b.htmlPaired[parent] = true
+		open := map[string][]ast.Node{}
+		for s := parent.FirstChild(); s != nil; s = s.NextSibling() {
+			h, ok := s.(*ast.RawHTML)
+			if !ok {
+				continue
+			}
+			var raw strings.Builder
+			for i := 0; i < h.Segments.Len(); i++ {
+				seg := h.Segments.At(i)
+				raw.Write(seg.Value(src))
+			}
+			t := htmlTagRE.FindStringSubmatch(strings.TrimSpace(raw.String()))
+			if t == nil {
+				continue
+			}
+			name := strings.ToLower(t[2])
+			if t[1] == "" {
+				// Every opening tag of the name counts for the depth,
+				// a self-closing one too.
+				open[name] = append(open[name], s)
+				continue
+			}
+			if k := len(open[name]); k > 0 {
+				b.htmlPairs[open[name][k-1]] = s
+				open[name] = open[name][:k-1]
+			}
+		}
+	}
+	return b.htmlPairs[n]
 }
 
 // freeSlug returns base, or base-1, base-2, … (GitHub's rule) for the
@@ -231,7 +282,16 @@ type delimRun struct {
 // and marks those that could pair.
 func planDelimiters(block ast.Node, src []byte) *delimPlan {
 	plan := &delimPlan{block: block, keep: map[int]bool{}}
-	procs := map[byte]*delimParser{'*': starParser, '_': underParser, '=': highlightParser, '!': placeholderParser}
+	markPairable(delimRuns(block, src), plan.keep)
+	return plan
+}
+
+// delimParsers are the dialect's delimiter processors by character.
+var delimParsers = map[byte]*delimParser{'*': starParser, '_': underParser, '=': highlightParser, '!': placeholderParser}
+
+// delimRuns are the runs of delimiter characters in block's lines that
+// parser.ScanDelimiter takes for delimiters, in source order.
+func delimRuns(block ast.Node, src []byte) []delimRun {
 	var runs []delimRun
 	lines := block.Lines()
 	for li := 0; li < lines.Len(); li++ {
@@ -243,74 +303,104 @@ func planDelimiters(block ast.Node, src []byte) *delimPlan {
 				i += 2 // an escaped character is no delimiter
 				continue
 			}
-			p, ok := procs[c]
+			p, ok := delimParsers[c]
 			if !ok {
 				i++
 				continue
-			}
-			before := '\n'
-			if seg.Start+i > 0 {
-				before, _ = utf8.DecodeLastRune(src[:seg.Start+i])
 			}
 			j := i
 			for j < len(line) && line[j] == c {
 				j++
 			}
-			if d := parser.ScanDelimiter(line[i:], before, 1, p.proc); d != nil {
+			if d := parser.ScanDelimiter(line[i:], charBefore(src, seg, li, i), 1, p.proc); d != nil {
 				runs = append(runs, delimRun{pos: seg.Start + i, char: c, len: d.OriginalLength, canOpen: d.CanOpen, canClose: d.CanClose})
 			}
 			i = j
 		}
 	}
-	// Classes of runs by character, length mod 3 and the other flank: a
-	// pair is possible unless the rule of three forbids it
-	// (parser.Delimiter.CalcComsumption).
-	type class struct {
-		char  byte
-		mod   int
-		other bool
+	return runs
+}
+
+// charBefore is the character before offset i of the li-th line seg, as
+// goldmark's reader tells it (text.Reader.PrecendingCharacter): a line
+// start after padding is a space, the block's start a newline, any other
+// position the source's character (a `>` quote marker, say).
+func charBefore(src []byte, seg text.Segment, li, i int) rune {
+	switch {
+	case i == 0 && seg.Padding > 0:
+		return ' '
+	case li == 0 && i == 0:
+	case seg.Start+i > 0:
+		r, _ := utf8.DecodeLastRune(src[:seg.Start+i])
+		return r
 	}
-	compatible := func(opener, closer class) bool {
-		return !((opener.other || closer.other) && (opener.mod+closer.mod)%3 == 0 && closer.mod != 0)
-	}
-	closersAfter := map[class]int{}
+	return '\n'
+}
+
+// delimClass is a class of runs by character, length mod 3 and the other
+// flank (whether an opener can also close, or a closer also open).
+type delimClass struct {
+	char  byte
+	mod   int
+	other bool
+}
+
+// pairs reports whether an opener of class opener may pair with a closer
+// of class closer: a pair is possible unless the rule of three forbids it
+// (parser.Delimiter.CalcComsumption).
+func (opener delimClass) pairs(closer delimClass) bool {
+	return !((opener.other || closer.other) && (opener.mod+closer.mod)%3 == 0 && closer.mod != 0)
+}
+
+// asOpener and asCloser are the classes of a run in either role.
+func (r delimRun) asOpener() delimClass { return delimClass{r.char, r.len % 3, r.canClose} }
+func (r delimRun) asCloser() delimClass { return delimClass{r.char, r.len % 3, r.canOpen} }
+
+// markPairable marks in keep (by offset) the runs that could pair: an
+// opener with a compatible closer after it, a closer with a compatible
+// opener before it. It counts the classes instead of looking at every
+// other run, so it is linear in the runs.
+func markPairable(runs []delimRun, keep map[int]bool) {
+	closersAfter := map[delimClass]int{}
 	for _, r := range runs {
 		if r.canClose {
-			closersAfter[class{r.char, r.len % 3, r.canOpen}]++
+			closersAfter[r.asCloser()]++
 		}
 	}
-	openersBefore := map[class]int{}
+	openersBefore := map[delimClass]int{}
 	for _, r := range runs {
 		if r.canClose {
-			closersAfter[class{r.char, r.len % 3, r.canOpen}]--
+			closersAfter[r.asCloser()]--
 		}
-		keep := false
-		if r.canOpen {
-			op := class{r.char, r.len % 3, r.canClose}
-			for cl, n := range closersAfter {
-				if n > 0 && cl.char == r.char && compatible(op, cl) {
-					keep = true
-					break
-				}
-			}
-		}
-		if r.canClose && !keep {
-			cl := class{r.char, r.len % 3, r.canOpen}
-			for op, n := range openersBefore {
-				if n > 0 && op.char == r.char && compatible(op, cl) {
-					keep = true
-					break
-				}
-			}
+		if r.canOpen && anyCloser(closersAfter, r.asOpener()) || r.canClose && anyOpener(openersBefore, r.asCloser()) {
+			keep[r.pos] = true
 		}
 		if r.canOpen {
-			openersBefore[class{r.char, r.len % 3, r.canClose}]++
-		}
-		if keep {
-			plan.keep[r.pos] = true
+			openersBefore[r.asOpener()]++
 		}
 	}
-	return plan
+}
+
+// anyCloser reports whether closers (counts by class) holds a closer the
+// opener op may pair with.
+func anyCloser(closers map[delimClass]int, op delimClass) bool {
+	for cl, n := range closers {
+		if n > 0 && cl.char == op.char && op.pairs(cl) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyOpener reports whether openers (counts by class) holds an opener that
+// may pair with the closer cl.
+func anyOpener(openers map[delimClass]int, cl delimClass) bool {
+	for op, n := range openers {
+		if n > 0 && op.char == cl.char && op.pairs(cl) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxLinkScan bounds how far goldmark's link parser looks for the end of
@@ -387,28 +477,7 @@ func scanLine(src []byte, seg text.Segment) *lineScan {
 	n := len(line)
 	ls := &lineScan{seg: seg, nextSpace: make([]int32, n+1), nextDrop: make([]int32, n+1),
 		nextGT: make([]int32, n+1), nextSolid: make([]int32, n+1)}
-	// Depth before each offset, counting unescaped parentheses, and which
-	// characters are escaped (a backslash before punctuation).
-	depth := make([]int32, n+1)
-	escaped := make([]bool, n)
-	d := int32(0)
-	for i := 0; i < n; i++ {
-		depth[i] = d
-		c := line[i]
-		if c == '\\' && i+1 < n && util.IsPunct(line[i+1]) {
-			escaped[i+1] = true
-			depth[i+1] = d
-			i++
-			continue
-		}
-		switch c {
-		case '(':
-			d++
-		case ')':
-			d--
-		}
-	}
-	depth[n] = d
+	depth, escaped := parenDepths(line)
 	// From the right: the nearest `)` that brings each depth one lower.
 	drop := make([]int32, 2*n+3)
 	for i := range drop {
@@ -435,6 +504,34 @@ func scanLine(src []byte, seg text.Segment) *lineScan {
 	return ls
 }
 
+// parenDepths is the depth before each offset of line (and at its end),
+// counting unescaped parentheses, and which characters are escaped (a
+// backslash before punctuation).
+func parenDepths(line []byte) (depth []int32, escaped []bool) {
+	n := len(line)
+	depth = make([]int32, n+1)
+	escaped = make([]bool, n)
+	d := int32(0)
+	for i := 0; i < n; i++ {
+		depth[i] = d
+		c := line[i]
+		if c == '\\' && i+1 < n && util.IsPunct(line[i+1]) {
+			escaped[i+1] = true
+			depth[i+1] = d
+			i++
+			continue
+		}
+		switch c {
+		case '(':
+			d++
+		case ')':
+			d--
+		}
+	}
+	depth[n] = d
+	return depth, escaped
+}
+
 // linkMayClose reports whether goldmark's inline link after `](` (p is
 // the offset after the parenthesis) could succeed; false only when it
 // surely fails: the destination is followed, after white space, by
@@ -446,43 +543,66 @@ func linkMayClose(parent ast.Node, block text.Reader, pc parser.Context, p int) 
 		return true
 	}
 	src := block.Source()
-	at := func(i int) int { return ls.seg.Start + i }
 	n := len(ls.nextSpace) - 1
 	q := int(ls.nextSolid[p-ls.seg.Start])
-	if q >= n || src[at(q)] == '\n' {
+	if q >= n || src[ls.seg.Start+q] == '\n' {
 		return true // the destination is on the next line: one scan per line
 	}
-	var after int
-	switch src[at(q)] {
+	after, may, decided := ls.destinationEnd(src, q)
+	if decided {
+		return may
+	}
+	c, found := ls.charAfter(src, next, after)
+	if !found {
+		// The block ends (nothing can close the link), or the next line is
+		// blank to its end.
+		return next != nil
+	}
+	return c == ')' || c == '"' || c == '\'' || c == '('
+}
+
+// destinationEnd is the offset after the link destination that starts at
+// offset q of the line. decided is set when the destination alone settles
+// the link: may then says whether it could close (a `)` right after it)
+// or surely fails (no `>` closes a destination in <…>, or it is longer
+// than maxLinkScan).
+func (ls *lineScan) destinationEnd(src []byte, q int) (after int, may, decided bool) {
+	n := len(ls.nextSpace) - 1
+	switch src[ls.seg.Start+q] {
 	case ')':
-		return true
+		return 0, true, true
 	case '<':
 		g := int(ls.nextGT[q+1])
 		if g >= n || g-q > maxLinkScan {
-			return false
+			return 0, false, true
 		}
-		after = g + 1
-	default:
-		e := int(min(ls.nextSpace[q], ls.nextDrop[q]))
-		if e-q > maxLinkScan {
-			return false
-		}
-		if e < n && src[at(e)] == ')' {
-			return true
-		}
-		after = e
+		return g + 1, false, false
 	}
-	var c byte
-	if r := int(ls.nextSolid[min(after, n)]); r < n && src[at(r)] != '\n' {
-		c = src[at(r)]
-	} else if next == nil {
-		return false // the block ends: nothing can close the link
-	} else if r := int(next.nextSolid[0]); r < len(next.nextSpace)-1 {
-		c = src[next.seg.Start+r]
-	} else {
-		return true
+	e := int(min(ls.nextSpace[q], ls.nextDrop[q]))
+	if e-q > maxLinkScan {
+		return 0, false, true
 	}
-	return c == ')' || c == '"' || c == '\'' || c == '('
+	if e < n && src[ls.seg.Start+e] == ')' {
+		return 0, true, true
+	}
+	return e, false, false
+}
+
+// charAfter is the first character after white space from offset after
+// of the line, or else the first of the next line; found is false when
+// there is none: the block ends, or the next line is blank.
+func (ls *lineScan) charAfter(src []byte, next *lineScan, after int) (c byte, found bool) {
+	n := len(ls.nextSpace) - 1
+	if r := int(ls.nextSolid[min(after, n)]); r < n && src[ls.seg.Start+r] != '\n' {
+		return src[ls.seg.Start+r], true
+	}
+	if next == nil {
+		return 0, false
+	}
+	if r := int(next.nextSolid[0]); r < len(next.nextSpace)-1 {
+		return src[next.seg.Start+r], true
+	}
+	return 0, false
 }
 
 // lineAt returns the tables of the line of parent holding offset p-1 and
@@ -578,7 +698,10 @@ func guardInline(v util.PrioritizedValue) util.PrioritizedValue {
 
 // windowReader is a text.Reader whose current line ends at most
 // maxLinkScan bytes ahead and whose FindClosure gives up when the closer
-// is not within maxLinkScan bytes.
+// is not within maxLinkScan bytes, or when an unescaped opener comes
+// first and the options allow no nesting, as goldmark's own FindClosure
+// does: a title in parentheses ends at a '(' (cmark's "[ (](" repeated
+// scanned the whole window from every "](" for a ')').
 type windowReader struct{ text.Reader }
 
 func (r windowReader) PeekLine() ([]byte, text.Segment) {
@@ -606,6 +729,9 @@ func (r windowReader) FindClosure(opener, closer byte, opts text.FindClosureOpti
 		if window[i] == closer {
 			found = true
 			break
+		}
+		if window[i] == opener && !opts.Nesting {
+			return nil, false
 		}
 	}
 	if !found {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 
 	"github.com/outprint/outprint/internal/limits"
@@ -163,28 +164,92 @@ func linksOf(root ast.Node, src []byte) []string {
 	return out
 }
 
+// inlineShape writes the inline structure of a tree: links and images
+// with their targets, emphasis with its level, code spans, raw HTML and
+// text, nested in brackets.
+func inlineShape(root ast.Node, src []byte) string {
+	var b strings.Builder
+	// Adjacent text is written as one, its white space as one space:
+	// parsers split text differently and keep different trailing blanks.
+	var text []byte
+	flush := func() {
+		if len(text) > 0 {
+			fmt.Fprintf(&b, "%q", strings.Join(strings.Fields(string(text)), " "))
+			text = text[:0]
+		}
+	}
+	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if n.Type() != ast.TypeInline {
+			return ast.WalkContinue, nil
+		}
+		if t, ok := n.(*ast.Text); ok {
+			if entering {
+				text = append(text, t.Segment.Value(src)...)
+				if t.SoftLineBreak() || t.HardLineBreak() {
+					text = append(text, ' ')
+				}
+			}
+			return ast.WalkContinue, nil
+		}
+		flush()
+		if !entering {
+			b.WriteString(")")
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			fmt.Fprintf(&b, "link %q %q(", n.Destination, n.Title)
+		case *ast.Image:
+			fmt.Fprintf(&b, "image %q %q(", n.Destination, n.Title)
+		case *ast.Emphasis:
+			fmt.Fprintf(&b, "em%d(", n.Level)
+		case *ast.CodeSpan:
+			b.WriteString("code(")
+		default:
+			fmt.Fprintf(&b, "%s(", n.Kind())
+		}
+		return ast.WalkContinue, nil
+	})
+	flush()
+	return b.String()
+}
+
 // TestLinkGuardAgreesWithGoldmark: the link guard (linkMayClose, the 8 KB
-// window) finds exactly the links goldmark's own link parser finds, on
-// random mixes of the characters that matter to inline links.
+// window, the label depth) and the delimiter plan find exactly the links,
+// emphasis and code spans goldmark's own parsers find, on random mixes of
+// the characters that matter to inline links: link destinations in angle
+// brackets opened, unclosed, closed and escaped, nested in brackets, mixed
+// with emphasis, code spans and raw HTML (issue 29). The links are
+// compared in both dialects, the whole inline structure in CommonMark's
+// (Outline's reads `__` as underline).
 func TestLinkGuardAgreesWithGoldmark(t *testing.T) {
 	plain := goldmark.New().Parser()
-	ours := parserFor(DialectOutline)
+	dialects := []parser.Parser{parserFor(DialectCommonMark), parserFor(DialectOutline)}
 	rng := rand.New(rand.NewPCG(10, 1))
-	pieces := []string{"[", "]", "(", ")", "<", ">", "\"", "'", " ", "\n", "a", "\\", "![", "](", "](<", "> ", "\t", "b c", "\n\n"}
-	n := 20000
+	pieces := []string{"[", "]", "(", ")", "<", ">", "\"", "'", " ", "\n", "a", "\\", "![", "](", "](<", "> ", "\t", "b c", "\n\n",
+		"*", "**", "_", "`", "``", "[[", "]]", "<b>", "</b>", "\\<", "\\>", "<b", "[a](<b", "[a](<b>", "[a](<b>)", "(<", "<>"}
+	n := 30000
 	if testing.Short() {
-		n = 3000
+		n = 4000
 	}
 	for i := 0; i < n; i++ {
 		var b strings.Builder
-		for range 1 + rng.IntN(14) {
+		for range 1 + rng.IntN(16) {
 			b.WriteString(pieces[rng.IntN(len(pieces))])
 		}
 		src := []byte(b.String())
-		want := linksOf(plain.Parse(text.NewReader(src)), src)
-		got := linksOf(ours.Parse(text.NewReader(src)), src)
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("links of %q = %v, goldmark finds %v", src, got, want)
+		tree := plain.Parse(text.NewReader(src))
+		want := linksOf(tree, src)
+		for d, p := range dialects {
+			ours := p.Parse(text.NewReader(src))
+			if got := linksOf(ours, src); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("links of %q (dialect %d) = %v, goldmark finds %v", src, d, got, want)
+			}
+			if d == 0 {
+				if got, want := inlineShape(ours, src), inlineShape(tree, src); got != want {
+					t.Fatalf("inlines of %q = %s, goldmark finds %s", src, got, want)
+				}
+			}
 		}
 	}
 }
@@ -206,4 +271,190 @@ func TestWarningsCapped(t *testing.T) {
 	if last := out.Warnings[limits.MaxProblems].Message; last != "and 200 more problems" {
 		t.Errorf("LaTeX: last warning %q, want %q", last, "and 200 more problems")
 	}
+}
+
+// breakless measures what XeTeX's work on a body grows with: the longest
+// run of printed characters without a break opportunity (a space, a line
+// end that is no comment, \opbr) and the longest paragraph (ended by \par,
+// \opbrk, an \item or an environment). XeTeX sets a run without a break
+// as one box, and its time to set a paragraph grows with the square of
+// the paragraph, so both must stay bounded whatever the input: a run
+// whose period divided the writer's break interval (`[a](<b` repeated)
+// got no break at all, and 24 KB of it took XeTeX a minute (issue 29).
+// A control word with an empty argument (\textless{}) or a control
+// symbol (\%) prints one character; other control words and braces print
+// none. Verbatim blocks are lines of their own and are skipped.
+func breakless(body string) (word, para int) {
+	unprinted := map[string]bool{"href": true, "special": true, "opanchor": true, "hyperlink": true,
+		"setcounter": true, "oplanguage": true, "opimg": true, "label": true}
+	w, p := 0, 0
+	brk := func() { word = max(word, w); w = 0 }
+	par := func() { brk(); para = max(para, p); p = 0 }
+	char := func() { w++; p++ }
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c == '\\' && i+1 < len(body) && !isLetter(body[i+1]):
+			i++
+			if body[i] == '\\' {
+				par() // the end of a table row
+			} else if body[i] == '\n' || body[i] == ' ' {
+				brk()
+			} else {
+				char()
+			}
+		case c == '\\':
+			j := i + 1
+			for j < len(body) && isLetter(body[j]) {
+				j++
+			}
+			name := body[i+1 : j]
+			switch {
+			case name == "begin" && strings.HasPrefix(body[j:], "{Verbatim}"):
+				end := strings.Index(body[j:], `\end{Verbatim}`)
+				if end < 0 {
+					end = len(body) - j
+				}
+				j += end
+				par()
+			case name == "opbr":
+				brk()
+			case name == "par" || name == "opbrk" || name == "item" || name == "begin" || name == "end" ||
+				strings.HasSuffix(name, "section") || strings.HasSuffix(name, "paragraph"):
+				par()
+			case unprinted[name] && strings.HasPrefix(body[j:], "{"):
+				// The argument is a URL, a name or a PDF special.
+				if k := strings.IndexByte(body[j:], '}'); k >= 0 {
+					j += k + 1
+				}
+			case strings.HasPrefix(body[j:], "{}"):
+				char()
+				j += 2
+			}
+			i = j - 1
+		case c == '%':
+			for i < len(body) && body[i] != '\n' {
+				i++
+			}
+		case c == ' ' || c == '\n' || c == '\t':
+			brk()
+		case c == '{' || c == '}':
+		case c >= 0x80 && c < 0xc0: // a UTF-8 continuation byte
+		default:
+			char()
+		}
+	}
+	par()
+	return word, para
+}
+
+// TestWordBreaksWhateverThePeriod: a run without spaces gets a break
+// opportunity at least every few characters and a paragraph end at least
+// every maxPara bytes or so, whatever its period and its closing marks
+// (breakless). A break due before a closing mark used to be dropped, not
+// delayed: a run whose period divides the break interval had none.
+func TestWordBreaksWhateverThePeriod(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 1))
+	alphabet := "a]),.;:!?}'\"(<[b"
+	patterns := []string{"[a](<b", "[a](<b>", "a]", "ab]", "abcde,", "[a](b", "a)", "a.a,a;"}
+	for range 300 {
+		var b strings.Builder
+		for range 1 + rng.IntN(12) {
+			b.WriteByte(alphabet[rng.IntN(len(alphabet))])
+		}
+		patterns = append(patterns, b.String())
+	}
+	for _, p := range patterns {
+		src := strings.Repeat(p, (24<<10)/len(p))
+		d, err := Parse([]byte(src), Options{})
+		if err != nil {
+			t.Fatalf("Parse(%q × %d) = %v", p, len(src)/len(p), err)
+		}
+		out, err := d.LaTeX(Meta{}, nil)
+		if err != nil {
+			t.Fatalf("LaTeX(%q × %d) = %v", p, len(src)/len(p), err)
+		}
+		if word, para := breakless(out.Body); word > 40 || para > maxPara+1000 {
+			t.Errorf("LaTeX(%q × %d): %d characters without a break, a paragraph of %d; want at most 40 and %d",
+				p, len(src)/len(p), word, para, maxPara+1000)
+		}
+	}
+}
+
+// TestHTMLPairsAsScanned: the allowed inline HTML tags pair (and print as
+// formatting) exactly as the scan for each opener's closer among its
+// siblings did, on random mixes of opening, closing and self-closing
+// tags, while the pairing is linear.
+func TestHTMLPairsAsScanned(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 2))
+	pieces := []string{"<b>", "</b>", "<i>", "</i>", "<b/>", "<B>", "</B >", "x", " ", "*", "<br>", "<u>", "</u>"}
+	for range 2000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(16) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		src := []byte(b.String())
+		d, err := Parse(src, Options{})
+		if err != nil {
+			t.Fatalf("Parse(%q) = %v", src, err)
+		}
+		want := map[ast.Node]ast.Node{}
+		var got writerBounds
+		_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+			m := htmlTagRE.FindStringSubmatch(strings.TrimSpace(rawOf(n, src)))
+			if h, ok := n.(*ast.RawHTML); ok && entering && m != nil && m[1] == "" && m[3] == "" {
+				// An opening tag the writer asks for.
+				if s := scanCloser(h, src); s != nil {
+					want[n] = s
+				}
+				if s := got.htmlCloser(n, src); s != nil && want[n] != s {
+					t.Fatalf("in %q, the closer of %q = %q, the scan finds %v", src, rawOf(h, src), rawOf(s, src), want[n])
+				}
+				if want[n] != nil && got.htmlCloser(n, src) == nil {
+					t.Fatalf("in %q, %q has no closer, the scan finds one", src, rawOf(h, src))
+				}
+			}
+			return ast.WalkContinue, nil
+		})
+	}
+}
+
+func rawOf(n ast.Node, src []byte) string {
+	h, ok := n.(*ast.RawHTML)
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	for i := 0; i < h.Segments.Len(); i++ {
+		seg := h.Segments.At(i)
+		b.Write(seg.Value(src))
+	}
+	return b.String()
+}
+
+// scanCloser is the scan the writer used to do for an allowed opening tag
+// n: its closing tag among the following siblings, at the same depth.
+func scanCloser(n *ast.RawHTML, src []byte) ast.Node {
+	name := strings.ToLower(htmlTagRE.FindStringSubmatch(strings.TrimSpace(rawOf(n, src)))[2])
+	depth := 0
+	for s := n.NextSibling(); s != nil; s = s.NextSibling() {
+		h, ok := s.(*ast.RawHTML)
+		if !ok {
+			continue
+		}
+		t := htmlTagRE.FindStringSubmatch(strings.TrimSpace(rawOf(h, src)))
+		if t == nil || strings.ToLower(t[2]) != name {
+			continue
+		}
+		if t[1] == "" {
+			depth++
+			continue
+		}
+		if depth > 0 {
+			depth--
+			continue
+		}
+		return s
+	}
+	return nil
 }

@@ -203,6 +203,21 @@ func (noticeParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 	for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
 		j++
 	}
+	k := noticeWordEnd(line, j)
+	if k == j || !util.IsBlank(line[k:]) {
+		return nil, parser.NoChildren
+	}
+	style, ok := noticeStyles[string(bytes.ToLower(line[j:k]))]
+	if !ok {
+		return nil, parser.NoChildren
+	}
+	reader.AdvanceToEOL()
+	return &Notice{Style: style, fence: fence}, parser.HasChildren
+}
+
+// noticeWordEnd is the end of the style word that starts at j: letters,
+// then lower-case parts joined by `_` (layout_section).
+func noticeWordEnd(line []byte, j int) int {
 	k := j
 	for k < len(line) && (line[k] >= 'a' && line[k] <= 'z' || line[k] >= 'A' && line[k] <= 'Z') {
 		k++
@@ -213,27 +228,19 @@ func (noticeParser) Open(parent ast.Node, reader text.Reader, pc parser.Context)
 			k++
 		}
 	}
-	if k == j || !util.IsBlank(line[k:]) {
-		return nil, parser.NoChildren
-	}
-	style := string(bytes.ToLower(line[j:k]))
-	switch style {
-	case "layout", "layout_section":
-		// Outline's side-by-side columns (::::layout, :::layout_section):
-		// printed one after another, a page has no room for columns of
-		// arbitrary blocks.
-		reader.AdvanceToEOL()
-		return &Notice{Style: style, fence: fence}, parser.HasChildren
-	case "info", "warning", "tip", "success":
-	case "note", "notice":
-		style = "info"
-	case "danger", "caution":
-		style = "warning"
-	default:
-		return nil, parser.NoChildren
-	}
-	reader.AdvanceToEOL()
-	return &Notice{Style: style, fence: fence}, parser.HasChildren
+	return k
+}
+
+// noticeStyles maps the style words a notice fence may carry (lower-cased)
+// to the Notice's Style: Outline's four kinds and their other names, and
+// Outline's side-by-side columns (::::layout, :::layout_section), which
+// are printed one after another, a page having no room for columns of
+// arbitrary blocks.
+var noticeStyles = map[string]string{
+	"info": "info", "warning": "warning", "tip": "tip", "success": "success",
+	"note": "info", "notice": "info",
+	"danger": "warning", "caution": "warning",
+	"layout": "layout", "layout_section": "layout_section",
 }
 
 func (noticeParser) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
@@ -444,27 +451,8 @@ func outlineMath(block text.Reader) ast.Node {
 			block.SetPosition(l, pos)
 			return nil
 		}
-		for i := 0; i < len(line); i++ {
-			if line[i] != '$' {
-				continue
-			}
-			esc := 0
-			for j := i - 1; j >= 0 && line[j] == '\\'; j-- {
-				esc++
-			}
-			if esc%2 == 1 {
-				continue
-			}
-			prev := byte('\n')
-			if i > 0 {
-				prev = line[i-1]
-			}
-			var next byte
-			if i+1 < len(line) {
-				next = line[i+1]
-			}
-			if prev == ' ' || prev == '\t' || next >= '0' && next <= '9' ||
-				next >= 'a' && next <= 'z' || next >= 'A' && next <= 'Z' {
+		if i := unescapedDollar(line); i >= 0 {
+			if !outlineCloses(line, i) {
 				block.SetPosition(l, pos)
 				return nil
 			}
@@ -477,16 +465,52 @@ func outlineMath(block text.Reader) ast.Node {
 	}
 }
 
+// unescapedDollar is the offset of the first `$` in line that an odd run
+// of backslashes does not escape, -1 if none.
+func unescapedDollar(line []byte) int {
+	for i := 0; i < len(line); i++ {
+		if line[i] != '$' {
+			continue
+		}
+		esc := 0
+		for j := i - 1; j >= 0 && line[j] == '\\'; j-- {
+			esc++
+		}
+		if esc%2 == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// outlineCloses reports whether the `$` at line[i] may close a formula
+// under outlineMath's rule: no blank before it, no digit or letter after.
+func outlineCloses(line []byte, i int) bool {
+	prev := byte('\n')
+	if i > 0 {
+		prev = line[i-1]
+	}
+	var next byte
+	if i+1 < len(line) {
+		next = line[i+1]
+	}
+	return !(prev == ' ' || prev == '\t' || next >= '0' && next <= '9' ||
+		next >= 'a' && next <= 'z' || next >= 'A' && next <= 'Z')
+}
+
 func (p mathInlineParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
 	if p.outline {
 		return outlineMath(block)
 	}
+	return dollarMath(parent, block, pc)
+}
+
+// dollarMath is pandoc's rule (see mathInlineParser): `$x$`, or `$$x$$`
+// displayed.
+func dollarMath(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
 	line, seg := block.PeekLine()
-	open := 1
-	if len(line) > 1 && line[1] == '$' {
-		open = 2
-	}
-	if open >= len(line) || line[open] == ' ' || line[open] == '\t' || line[open] == '\n' || line[open] == '$' {
+	open := mathOpener(line)
+	if open == 0 {
 		return nil
 	}
 	start := seg.Start
@@ -502,53 +526,88 @@ func (p mathInlineParser) Parse(parent ast.Node, block text.Reader, pc parser.Co
 	block.Advance(open)
 	var formula []byte
 	for {
-		line, seg := block.PeekLine()
+		line, _ := block.PeekLine()
 		if line == nil {
 			block.SetPosition(l, pos)
-			if miss == nil || miss.block != parent {
-				miss = &mathMiss{block: parent, from: [2]int{1 << 62, 1 << 62}}
-				pc.Set(mathMissKey, miss)
-			}
-			miss.from[open-1] = min(miss.from[open-1], start)
+			noteMathMiss(pc, miss, parent, open, start)
 			return nil
 		}
-		for i := 0; i < len(line); i++ {
-			c := line[i]
-			if c == '\\' && i+1 < len(line) {
-				i++
-				continue
-			}
-			if c != '$' {
-				continue
-			}
-			if open == 2 {
-				if i+1 < len(line) && line[i+1] == '$' && i > 0 {
-					formula = append(formula, line[:i]...)
-					block.Advance(i + 2)
-					return &MathInline{Formula: string(formula), Display: true, Offset: start}
-				}
-				continue
-			}
-			prev := byte(' ')
-			if i > 0 {
-				prev = line[i-1]
-			} else if len(formula) > 0 {
-				prev = formula[len(formula)-1]
-			}
-			if prev == ' ' || prev == '\t' || prev == '\n' {
-				continue
-			}
-			if i+1 < len(line) && line[i+1] >= '0' && line[i+1] <= '9' {
-				continue
-			}
+		if i := mathCloser(line, open, formula); i >= 0 {
 			formula = append(formula, line[:i]...)
-			block.Advance(i + 1)
-			return &MathInline{Formula: string(formula), Offset: start}
+			block.Advance(i + open)
+			return &MathInline{Formula: string(formula), Display: open == 2, Offset: start}
 		}
-		_ = seg
 		formula = append(formula, line...)
 		block.AdvanceLine()
 	}
+}
+
+// mathOpener is the length of the opener (`$` 1, `$$` 2) line starts
+// with, 0 when it opens no formula: the opener must be followed by
+// something that is neither a blank nor another `$`.
+func mathOpener(line []byte) int {
+	open := 1
+	if len(line) > 1 && line[1] == '$' {
+		open = 2
+	}
+	if open >= len(line) || line[open] == ' ' || line[open] == '\t' || line[open] == '\n' || line[open] == '$' {
+		return 0
+	}
+	return open
+}
+
+// noteMathMiss records that no closer for an opener of length open exists
+// after start in the block parent (see dollarMath); miss is the record so
+// far, nil or of another block when there is none for this one.
+func noteMathMiss(pc parser.Context, miss *mathMiss, parent ast.Node, open, start int) {
+	if miss == nil || miss.block != parent {
+		miss = &mathMiss{block: parent, from: [2]int{1 << 62, 1 << 62}}
+		pc.Set(mathMissKey, miss)
+	}
+	miss.from[open-1] = min(miss.from[open-1], start)
+}
+
+// mathCloser is the offset in line of the closer of an opener of length
+// open, -1 if the line has none; formula is what the formula holds from
+// the lines before. Backslashes escape the character after them.
+func mathCloser(line []byte, open int, formula []byte) int {
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if c == '\\' && i+1 < len(line) {
+			i++
+			continue
+		}
+		if c != '$' {
+			continue
+		}
+		if open == 2 {
+			// `$$`, not at the start of a line.
+			if i+1 < len(line) && line[i+1] == '$' && i > 0 {
+				return i
+			}
+			continue
+		}
+		if dollarCloses(line, i, formula) {
+			return i
+		}
+	}
+	return -1
+}
+
+// dollarCloses reports whether the `$` at line[i] closes a formula opened
+// by one `$`: it is not preceded by a blank (at the line's start, the
+// formula's last character is before it) nor followed by a digit.
+func dollarCloses(line []byte, i int, formula []byte) bool {
+	prev := byte(' ')
+	if i > 0 {
+		prev = line[i-1]
+	} else if len(formula) > 0 {
+		prev = formula[len(formula)-1]
+	}
+	if prev == ' ' || prev == '\t' || prev == '\n' {
+		return false
+	}
+	return !(i+1 < len(line) && line[i+1] >= '0' && line[i+1] <= '9')
 }
 
 // delimProc is a delimiter processor for one character whose matches

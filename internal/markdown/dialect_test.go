@@ -82,7 +82,8 @@ func TestOutlineMath(t *testing.T) {
 
 func walkMath(d *Document) []string {
 	var out []string
-	ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+	// The walker returns no error, so Walk has none to return.
+	_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if m, ok := n.(*MathInline); ok && entering {
 			out = append(out, m.Formula)
 		}

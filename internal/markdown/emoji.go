@@ -3,6 +3,7 @@ package markdown
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -75,40 +76,55 @@ func EmojiName(seq string) string {
 // joiners to further emoji; or a pair of regional indicators (a flag).
 func emojiAt(s string, i int) int {
 	r, size := utf8.DecodeRuneInString(s[i:])
-	next := func(j int) rune {
-		if j >= len(s) {
-			return -1
-		}
-		r, _ := utf8.DecodeRuneInString(s[j:])
-		return r
-	}
 	if isRegional(r) {
-		if q := next(i + size); isRegional(q) {
+		if q := runeAt(s, i+size); isRegional(q) {
 			return size + utf8.RuneLen(q)
 		}
 		return 0
 	}
-	if !isEmojiPresentation(r) && !(isPictograph(r) && next(i+size) == 0xfe0f) {
+	if !isEmojiPresentation(r) && !(isPictograph(r) && runeAt(s, i+size) == 0xfe0f) {
 		return 0
 	}
-	j := i + size
+	return emojiEnd(s, i+size) - i
+}
+
+// runeAt is the rune at byte j of s, -1 past its end.
+func runeAt(s string, j int) rune {
+	if j >= len(s) {
+		return -1
+	}
+	r, _ := utf8.DecodeRuneInString(s[j:])
+	return r
+}
+
+// emojiEnd is the end of the emoji sequence whose first emoji ends at byte
+// j of s: the characters that belong to an emoji (emojiPart) and further
+// emoji after zero width joiners, maxEmojiRunes at most.
+func emojiEnd(s string, j int) int {
 	for runes := 1; j < len(s) && runes < maxEmojiRunes; runes++ {
 		q, qs := utf8.DecodeRuneInString(s[j:])
 		switch {
-		case q == 0xfe0f || q == 0x20e3 || q >= 0x1f3fb && q <= 0x1f3ff || q >= 0xe0020 && q <= 0xe007f:
+		case emojiPart(q):
 			j += qs
 		case q == 0x200d && runes+2 <= maxEmojiRunes:
-			if p := next(j + qs); isPictograph(p) || isEmojiPresentation(p) {
-				j += qs + utf8.RuneLen(p)
-				runes++
-				continue
+			p := runeAt(s, j+qs)
+			if !isPictograph(p) && !isEmojiPresentation(p) {
+				return j
 			}
-			return j - i
+			j += qs + utf8.RuneLen(p)
+			runes++
 		default:
-			return j - i
+			return j
 		}
 	}
-	return j - i
+	return j
+}
+
+// emojiPart reports whether r belongs to the emoji before it: the
+// variation selector U+FE0F, the keycap, a skin tone or a tag character
+// (of a subdivision flag).
+func emojiPart(r rune) bool {
+	return r == 0xfe0f || r == 0x20e3 || r >= 0x1f3fb && r <= 0x1f3ff || r >= 0xe0020 && r <= 0xe007f
 }
 
 // maxEmojiRunes bounds an emoji sequence: the longest the emoji sets have
@@ -120,12 +136,32 @@ func isRegional(r rune) bool { return r >= 0x1f1e6 && r <= 0x1f1ff }
 
 // isPictograph reports whether r is in a block of pictographs and
 // symbols that have emoji forms (shown as text unless U+FE0F follows).
-func isPictograph(r rune) bool {
-	return r == 0x203c || r == 0x2049 || r == 0x2122 || r == 0x2139 || r == 0xa9 || r == 0xae ||
-		r >= 0x2194 && r <= 0x21aa || r >= 0x2300 && r <= 0x23ff || r >= 0x24c2 && r <= 0x25ff ||
-		r >= 0x2600 && r <= 0x27bf || r >= 0x2934 && r <= 0x2935 || r >= 0x2b05 && r <= 0x2b55 ||
-		r == 0x3030 || r == 0x303d || r == 0x3297 || r == 0x3299 ||
-		r >= 0x1f000 && r <= 0x1faff
+func isPictograph(r rune) bool { return unicode.Is(pictographs, r) }
+
+// pictographs are the characters of isPictograph.
+var pictographs = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0xa9, Hi: 0xa9, Stride: 1},
+		{Lo: 0xae, Hi: 0xae, Stride: 1},
+		{Lo: 0x203c, Hi: 0x203c, Stride: 1},
+		{Lo: 0x2049, Hi: 0x2049, Stride: 1},
+		{Lo: 0x2122, Hi: 0x2122, Stride: 1},
+		{Lo: 0x2139, Hi: 0x2139, Stride: 1},
+		{Lo: 0x2194, Hi: 0x21aa, Stride: 1},
+		{Lo: 0x2300, Hi: 0x23ff, Stride: 1},
+		{Lo: 0x24c2, Hi: 0x25ff, Stride: 1},
+		{Lo: 0x2600, Hi: 0x27bf, Stride: 1},
+		{Lo: 0x2934, Hi: 0x2935, Stride: 1},
+		{Lo: 0x2b05, Hi: 0x2b55, Stride: 1},
+		{Lo: 0x3030, Hi: 0x3030, Stride: 1},
+		{Lo: 0x303d, Hi: 0x303d, Stride: 1},
+		{Lo: 0x3297, Hi: 0x3297, Stride: 1},
+		{Lo: 0x3299, Hi: 0x3299, Stride: 1},
+	},
+	R32: []unicode.Range32{
+		{Lo: 0x1f000, Hi: 0x1faff, Stride: 1},
+	},
+	LatinOffset: 2,
 }
 
 // isEmojiPresentation reports whether r is shown as a picture even without

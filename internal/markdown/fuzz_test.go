@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/script"
 	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/texmath"
 )
 
 // vocabulary is every control word the writer itself emits in a body
@@ -23,14 +25,14 @@ var vocabulary = func() map[string]bool {
 		textbar textasciigrave textbullet
 		opbr opbrk opnl optt opurl opul opst ophl opfnmark opanchor opminorheading
 		opcodelines opnewpage oprule opmissing opimg opcaption opflatitem opnoticelabel opheadbreak opitemhead opframefirst
-		optoggletitle opthead opkbd ophlbox textsuperscript textsubscript textquotesingle opph opmathgap opactual opemoji opneed opcolinit opcolm opcoln opcolwidths opcw opcolgap opcelll opcellr opcellc optitle opsubtitle opbyline opcontentsline numberline opmark oplanguage opwrapfig opwrapstart opwrapend
+		optoggletitle opthead opkbd ophlbox textsuperscript textsubscript textquotesingle opph opmathgap opactual opemoji opneed opcolinit opcolm opcoln opcolwidths opcw opcolgap opcelll opcellr opcellc optitle opsubtitle opbyline opcontentsline numberline opmark oplanguage opwrapfig opwrapstart opwrapend opsetrtl opsetltr opdocrtl opcs opcsl opcsr opcolp multicolumn dimexpr tabcolsep relax kill opcellr opcellc opcelll
 		emph textbf href hyperlink footnote footnotetext item begin end
 		section subsection subsubsection paragraph subparagraph texorpdfstring
 		special setcounter par toprule midrule bottomrule endfirsthead endhead small footnotesize
 		noindent linewidth textheight optw arabic null protect`) {
 		vocabulary[w] = true
 	}
-	for _, m := range FontMacros() {
+	for _, m := range script.FontMacros() {
 		vocabulary[strings.TrimPrefix(m, `\`)] = true
 	}
 	return vocabulary
@@ -96,7 +98,7 @@ func checkBody(body string) error {
 						// A heading's contents copy has \protect before
 						// each command (protectMath); the formula is the rest.
 						formula = strings.ReplaceAll(formula, `\protect\`, `\`)
-						if err := CheckMath(formula); err != nil {
+						if err := texmath.Check(formula); err != nil {
 							return fmt.Errorf("line %d: formula %q: %v", li+1, formula, err)
 						}
 						// Skip to after the closing delimiter.

@@ -45,6 +45,34 @@ func isFormattingHTML(raw string) bool {
 	return ok || name == "br"
 }
 
+// rawHTML writes a piece of inline HTML: what it means if it is a comment
+// or an allowed tag, else the tag as typed.
+func (r *writer) rawHTML(n *ast.RawHTML) {
+	var b strings.Builder
+	for i := 0; i < n.Segments.Len(); i++ {
+		s := n.Segments.At(i)
+		b.Write(s.Value(r.d.src))
+	}
+	if r.inlineHTML(n, b.String()) {
+		return
+	}
+	r.text(string(clean([]byte(b.String()))), modeCode)
+}
+
+// htmlBlock writes a block of raw HTML as typed (in the text font), or
+// nothing when it is only comments.
+func (r *writer) htmlBlock(n *ast.HTMLBlock) {
+	s := r.rawLines(n)
+	if n.HasClosure() {
+		s += string(n.ClosureLine.Value(r.d.src))
+	}
+	if isComment(s) {
+		return
+	}
+	r.setDir(false) // markup reads left to right
+	r.codeLines(s, false)
+}
+
 // isComment reports whether raw HTML is comments and white space only.
 func isComment(s string) bool {
 	s = strings.TrimSpace(s)
@@ -89,36 +117,16 @@ func (r *writer) inlineHTML(n ast.Node, raw string) bool {
 	if !ok || m[1] != "" || m[3] != "" {
 		return false
 	}
-	// The closing tag among the following siblings, at the same depth.
-	depth := 0
-	for s := n.NextSibling(); s != nil; s = s.NextSibling() {
-		h, ok := s.(*ast.RawHTML)
-		if !ok {
-			continue
-		}
-		var b strings.Builder
-		for i := 0; i < h.Segments.Len(); i++ {
-			seg := h.Segments.At(i)
-			b.Write(seg.Value(r.d.src))
-		}
-		t := htmlTagRE.FindStringSubmatch(strings.TrimSpace(b.String()))
-		if t == nil || strings.ToLower(t[2]) != name {
-			continue
-		}
-		if t[1] == "" {
-			depth++
-			continue
-		}
-		if depth > 0 {
-			depth--
-			continue
-		}
-		if r.htmlClose == nil {
-			r.htmlClose = map[ast.Node]string{}
-		}
-		r.htmlClose[s] = `}`
-		r.raw(open)
-		return true
+	// The closing tag among the following siblings, at the same depth
+	// (paired once per parent: bounds.go).
+	s := r.bounds.htmlCloser(n, r.d.src)
+	if s == nil {
+		return false
 	}
-	return false
+	if r.htmlClose == nil {
+		r.htmlClose = map[ast.Node]string{}
+	}
+	r.htmlClose[s] = `}`
+	r.raw(open)
+	return true
 }

@@ -23,7 +23,7 @@ var headingLines = [...]float64{3.2, 2.6, 2.2, 2, 2}
 // rows, the first lines of the rest.
 func startLines(n ast.Node) float64 {
 	switch n.(type) {
-	case *extast.Table:
+	case *extast.Table, *HTMLTable:
 		return 6
 	case *ast.List, *ast.FencedCodeBlock, *ast.CodeBlock, *Notice, *Toggle, *ast.Blockquote:
 		return 4

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/script"
 	"github.com/outprint/outprint/internal/testenv"
 )
 
@@ -124,13 +125,13 @@ func TestDocumentAccessors(t *testing.T) {
 func TestScripts(t *testing.T) {
 	for _, c := range []struct {
 		src  string
-		want Scripts
+		want script.Set
 	}{
 		{"plain ASCII", 0},
-		{"日本語 text", ScriptCJK},
-		{"مرحبا and שלום", ScriptArabic | ScriptHebrew},
-		{"- [ ] task", ScriptSymbols},
-		{"fire :fire:", ScriptEmoji},
+		{"日本語 text", script.CJK},
+		{"مرحبا and שלום", script.Arabic | script.Hebrew},
+		{"- [ ] task", script.Symbols},
+		{"fire :fire:", script.Emoji},
 	} {
 		if got := mustParse(t, c.src, Options{}).Scripts(); got&c.want != c.want || (c.want == 0 && got != 0) {
 			t.Errorf("Scripts(%q) = %b, want %b", c.src, got, c.want)
@@ -305,7 +306,7 @@ func TestDeepNesting(t *testing.T) {
 
 func TestPreambleProfile(t *testing.T) {
 	a4 := Preamble(Profile{Paper: "a4"})
-	letter := Preamble(Profile{Paper: "letter", Scripts: ScriptCJK})
+	letter := Preamble(Profile{Paper: "letter", Scripts: script.CJK})
 	if !strings.Contains(a4, "a4paper") || !strings.Contains(letter, "letterpaper") {
 		t.Errorf("paper not in the preamble")
 	}

@@ -104,7 +104,10 @@ func buildParser(outline bool) parser.Parser {
 		parser.WithBlockParsers(guardDepth(blocks)...),
 		parser.WithInlineParsers(inline...),
 		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
-		parser.WithASTTransformers(util.Prioritized(extension.NewFootnoteASTTransformer(), 999)),
+		parser.WithASTTransformers(
+			util.Prioritized(extension.NewFootnoteASTTransformer(), 999),
+			util.Prioritized(htmlTableTransformer{}, 900),
+		),
 	)
 	md := goldmark.New(
 		goldmark.WithParser(p),
@@ -151,22 +154,13 @@ func letterLists(src []byte) ([]byte, map[int]letterItem) {
 			indent++
 		}
 		rest := line[indent:]
-		switch {
-		case fence != nil:
-			if bytes.HasPrefix(rest, fence) && len(bytes.Trim(rest, string(fence[:1])+" \t\r")) == 0 {
-				fence = nil
-			}
-		case bytes.HasPrefix(rest, []byte("```")) || bytes.HasPrefix(rest, []byte("~~~")):
-			n := 0
-			for n < len(rest) && rest[n] == rest[0] {
-				n++
-			}
-			fence = append([]byte(nil), rest[:n]...)
-		default:
+		var code bool
+		if fence, code = codeFence(fence, rest); !code {
 			if v, upper, width, ok := letterMarker(rest); ok {
-				if src2 := src; items == nil {
+				if items == nil {
+					// The first marker: src is the caller's, rewrite a copy.
 					items = map[int]letterItem{}
-					src = append([]byte(nil), src2...)
+					src = append([]byte(nil), src...)
 				}
 				for i := 0; i < width; i++ {
 					src[off+indent+i] = '1'
@@ -177,6 +171,27 @@ func letterLists(src []byte) ([]byte, map[int]letterItem) {
 		off = end + 1
 	}
 	return src, items
+}
+
+// codeFence follows fenced code line by line: given the open fence (nil
+// outside one) and a line without its indent, it returns the fence open
+// after the line and whether the line is part of the code (its fences
+// included).
+func codeFence(fence, rest []byte) (open []byte, code bool) {
+	switch {
+	case fence != nil:
+		if bytes.HasPrefix(rest, fence) && len(bytes.Trim(rest, string(fence[:1])+" \t\r")) == 0 {
+			return nil, true
+		}
+		return fence, true
+	case bytes.HasPrefix(rest, []byte("```")) || bytes.HasPrefix(rest, []byte("~~~")):
+		n := 0
+		for n < len(rest) && rest[n] == rest[0] {
+			n++
+		}
+		return append([]byte(nil), rest[:n]...), true
+	}
+	return nil, false
 }
 
 // letterItem is one rewritten letter-list marker.

@@ -8,7 +8,7 @@
 // title block, optional table of contents and the content. Every string
 // that comes from a user is escaped on the way out, so user text can never
 // become a TeX command; formulas are the one place where user text reaches
-// TeX as TeX, and they are checked against an allowlist (CheckMath) when
+// TeX as TeX, and they are checked against an allowlist (texmath.Check) when
 // the document is parsed.
 package markdown
 
@@ -28,6 +28,8 @@ import (
 	"github.com/yuin/goldmark/util"
 
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/script"
+	"github.com/outprint/outprint/internal/texmath"
 )
 
 // Options tune how a document is read.
@@ -42,6 +44,10 @@ type Options struct {
 	// Dialect selects the rules the text is read with (outline.go):
 	// DialectCommonMark when empty.
 	Dialect Dialect
+	// Diagram, when set, says which fenced blocks are diagrams to draw
+	// (Diagrams) by the first word of their info string; without it every
+	// fenced block is code.
+	Diagram func(lang string) bool
 }
 
 // ImageRef is an image the document references.
@@ -55,6 +61,9 @@ type Image struct {
 	File   string  // base name inside the TeX folder, [A-Za-z0-9._-] only
 	Width  float64 // intrinsic width in px (PNG/JPEG) or pt (PDF); 0 if unknown
 	Height float64 // intrinsic height, same unit
+	// Page is the page of a PDF File to show (a diagram's: a document's
+	// diagrams share one PDF); 0 and 1 are the first.
+	Page int
 }
 
 // Document is a parsed Markdown document.
@@ -68,13 +77,17 @@ type Document struct {
 	first     string // plain text of the first heading
 	titleH1   bool   // the first block is a level-1 heading
 	headings  int
-	scripts   Scripts
+	scripts   script.Set
 	footnotes map[int]*extast.Footnote
 	heads     []heading // every heading, in order
 	// letters holds the letter-list markers of the Outline dialect, by
 	// byte offset of their line (letterLists).
 	letters map[int]letterItem
 	emoji   []string // distinct emoji names, at most MaxEmoji (emoji.go)
+	// diagrams are the fenced blocks to draw (diagrams.go), and
+	// diagramIndex each one's place among them.
+	diagrams     []DiagramRef
+	diagramIndex map[*ast.FencedCodeBlock]int
 }
 
 // heading is a heading with its plain text, which the writer needs twice
@@ -84,9 +97,12 @@ type heading struct {
 	plain string
 }
 
-// Parse reads a Markdown document (without front matter). It fails only
-// for formulas outside the allowlist: a *limits.Error (422) that lists
-// every rejected formula with its line. Parse is cheap and runs before
+// Parse reads a Markdown document (without front matter). It fails for
+// formulas outside the allowlist and scripts no font has: a *limits.Error
+// (422) that lists every one with its line; the Document read is returned
+// with that error, so that the caller can check its images too and report
+// every problem at once (it must not be written). It fails with no
+// Document for nesting too deep to read. Parse is cheap and runs before
 // images are fetched.
 func Parse(src []byte, opts Options) (*Document, error) {
 	src = clean(src)
@@ -110,72 +126,98 @@ func Parse(src []byte, opts Options) (*Document, error) {
 		return nil, limits.Invalid(d.inlineTooDeepProblem(n))
 	}
 
-	var problems []limits.Problem
-	uncounted := 0 // problems beyond limits.MaxProblems, counted only
-	report := func(p limits.Problem) {
-		if len(problems) < limits.MaxProblems {
-			problems = append(problems, p)
-		} else {
-			uncounted++
-		}
-	}
-	var extra strings.Builder // characters the writer adds (emoji, check boxes)
 	firstBlock := d.root.FirstChild()
 	if h, ok := firstBlock.(*ast.Heading); ok && h.Level == 1 {
 		d.titleH1 = true
 	}
 	d.footnotes = map[int]*extast.Footnote{}
-	sawHeading := false
+	s := &survey{d: d, firstBlock: firstBlock}
 	_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		switch n := n.(type) {
-		case *ast.Heading:
-			plain := cleanLine(d.plain(n))
-			d.heads = append(d.heads, heading{n, plain})
-			if !sawHeading {
-				sawHeading = true
-				d.first = plain
-			}
-			if !(d.titleH1 && ast.Node(n) == firstBlock) {
-				d.headings++
-			}
-		case *ast.Image:
-			d.images = append(d.images, ImageRef{
-				URL:   resolveEscapes(n.Destination),
-				Alt:   cleanLine(d.plain(n)),
-				Title: cleanLine(resolveEscapes(n.Title)),
-				Line:  d.line(n.Pos()),
-			})
-		case *MathInline:
-			if err := checkFormula(n.Formula); err != nil {
-				report(mathProblem(d.line(n.Offset), n.Formula, err))
-			}
-		case *MathBlock:
-			if f := n.Formula(d.src); f != "" || n.closed {
-				if err := checkFormula(f); err != nil {
-					report(mathProblem(d.line(d.blockPos(n)), f, err))
-				}
-			}
-		case *emojiast.Emoji:
-			extra.WriteString(string(n.Value.Unicode))
-		case *extast.TaskCheckBox:
-			extra.WriteString(boxUnchecked + boxChecked)
-		case *extast.Footnote:
-			d.footnotes[n.Index] = n
+		if entering {
+			s.visit(n)
 		}
 		return ast.WalkContinue, nil
 	})
-	chars := nonASCII(src) + extra.String()
-	d.scripts = ScriptsOf(chars)
+	chars := nonASCII(src) + s.extra.String()
+	d.scripts = script.Of(chars)
 	d.emoji = emojiNames(chars, MaxEmoji)
-	problems = append(problems, d.unprintable()...)
+	problems := append(s.problems, d.unprintable()...)
 	if len(problems) > 0 {
 		sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
-		return nil, limits.Invalid(limits.CapProblems(problems, uncounted)...)
+		return d, limits.Invalid(limits.CapProblems(problems, s.uncounted)...)
 	}
 	return d, nil
+}
+
+// survey is Parse's one walk over the document: what it records on the
+// Document as it goes, the characters the writer will add (emoji, check
+// boxes) and the formulas refused.
+type survey struct {
+	d          *Document
+	firstBlock ast.Node
+	sawHeading bool
+	extra      strings.Builder // characters the writer adds (emoji, check boxes)
+	problems   []limits.Problem
+	uncounted  int // problems beyond limits.MaxProblems, counted only
+}
+
+// report keeps a problem, or counts it past limits.MaxProblems.
+func (s *survey) report(p limits.Problem) {
+	if len(s.problems) < limits.MaxProblems {
+		s.problems = append(s.problems, p)
+	} else {
+		s.uncounted++
+	}
+}
+
+// visit notes one node as the walk enters it.
+func (s *survey) visit(n ast.Node) {
+	d := s.d
+	switch n := n.(type) {
+	case *ast.Heading:
+		s.heading(n)
+	case *ast.Image:
+		d.images = append(d.images, ImageRef{
+			URL:   resolveEscapes(n.Destination),
+			Alt:   cleanLine(d.plain(n)),
+			Title: cleanLine(resolveEscapes(n.Title)),
+			Line:  d.line(n.Pos()),
+		})
+	case *MathInline:
+		if err := texmath.Check(n.Formula); err != nil {
+			s.report(mathProblem(d.line(n.Offset), n.Formula, err))
+		}
+	case *MathBlock:
+		if f := n.Formula(d.src); f != "" || n.closed {
+			if err := texmath.Check(f); err != nil {
+				s.report(mathProblem(d.line(d.blockPos(n)), f, err))
+			}
+		}
+	case *emojiast.Emoji:
+		s.extra.WriteString(string(n.Value.Unicode))
+	case *extast.TaskCheckBox:
+		s.extra.WriteString(boxUnchecked + boxChecked)
+	case *extast.Footnote:
+		d.footnotes[n.Index] = n
+	case *ast.FencedCodeBlock:
+		d.noteDiagram(n)
+	}
+}
+
+// heading records a heading: its plain text, the first heading's as the
+// document's, and the count of the headings the body shows (a level-1
+// heading that opens the document is its title).
+func (s *survey) heading(n *ast.Heading) {
+	d := s.d
+	plain := cleanLine(d.plain(n))
+	d.heads = append(d.heads, heading{n, plain})
+	if !s.sawHeading {
+		s.sawHeading = true
+		d.first = plain
+	}
+	if !(d.titleH1 && ast.Node(n) == s.firstBlock) {
+		d.headings++
+	}
 }
 
 const (
@@ -192,7 +234,7 @@ func mathProblem(line int, formula string, err error) limits.Problem {
 		Source:  limits.SourceDocument,
 		Code:    limits.CodeMath,
 		Line:    line,
-		Message: fmt.Sprintf("formula %q is not allowed: %v", string(f), err),
+		Message: fmt.Sprintf(`formula "%s" is not allowed: %v`, string(f), err),
 	}
 }
 
@@ -260,7 +302,7 @@ func (d *Document) Headings() int { return d.headings }
 
 // Scripts returns the scripts (beyond Latin, Greek and Cyrillic) the
 // document's text needs fonts for.
-func (d *Document) Scripts() Scripts { return d.scripts }
+func (d *Document) Scripts() script.Set { return d.scripts }
 
 // plain returns the text of n's inline content without markup.
 func (d *Document) plain(n ast.Node) string {
@@ -273,14 +315,7 @@ func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Text:
-			if v := c.Segment.Value(d.src); plainASCII(v) {
-				b.Write(v)
-			} else {
-				b.WriteString(d.textValue(c))
-			}
-			if c.SoftLineBreak() || c.HardLineBreak() {
-				b.WriteByte(' ')
-			}
+			d.plainText(b, c)
 		case *ast.String:
 			b.Write(c.Value)
 		case *ast.CodeSpan:
@@ -294,13 +329,8 @@ func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
 		case *emojiast.Emoji:
 			b.WriteString(string(c.Value.Unicode))
 		case *ast.RawHTML:
-			var raw strings.Builder
-			for i := 0; i < c.Segments.Len(); i++ {
-				s := c.Segments.At(i)
-				raw.Write(s.Value(d.src))
-			}
-			if !isFormattingHTML(raw.String()) {
-				b.WriteString(raw.String())
+			if raw := d.rawHTML(c); !isFormattingHTML(raw) {
+				b.WriteString(raw)
 			}
 		case *extast.FootnoteLink, *extast.TaskCheckBox:
 		case *ast.AutoLink:
@@ -309,6 +339,28 @@ func (d *Document) plainTo(b *strings.Builder, n ast.Node) {
 			d.plainTo(b, c)
 		}
 	}
+}
+
+// plainText writes a text node's text, its line break as a space.
+func (d *Document) plainText(b *strings.Builder, t *ast.Text) {
+	if v := t.Segment.Value(d.src); plainASCII(v) {
+		b.Write(v)
+	} else {
+		b.WriteString(d.textValue(t))
+	}
+	if t.SoftLineBreak() || t.HardLineBreak() {
+		b.WriteByte(' ')
+	}
+}
+
+// rawHTML is the source of an inline HTML node, its segments joined.
+func (d *Document) rawHTML(n *ast.RawHTML) string {
+	var raw strings.Builder
+	for i := 0; i < n.Segments.Len(); i++ {
+		s := n.Segments.At(i)
+		raw.Write(s.Value(d.src))
+	}
+	return raw.String()
 }
 
 // textValue returns the text of a Text node with backslash escapes and
@@ -344,7 +396,7 @@ func textPieces(v []byte, hardBreaks bool) []string {
 				continue
 			}
 			ref := v[i : i+end+1]
-			r := util.ResolveEntityNames(util.ResolveNumericReferences(ref))
+			r := util.ResolveEntityNames(resolveNumericReferences(ref))
 			if bytes.Equal(r, ref) {
 				b = append(b, c)
 				continue
@@ -363,7 +415,7 @@ func textPieces(v []byte, hardBreaks bool) []string {
 // can name any character, including those clean removes.
 func resolveEscapes(v []byte) string {
 	v = util.UnescapePunctuations(v)
-	v = util.ResolveNumericReferences(v)
+	v = resolveNumericReferences(v)
 	v = util.ResolveEntityNames(v)
 	return string(clean(v))
 }
@@ -380,7 +432,7 @@ func (d *Document) unprintable() []limits.Problem {
 			continue
 		}
 		r, n := utf8.DecodeRune(d.src[i:])
-		if unicode.IsLetter(r) && coverageOf(r) == 0 {
+		if unicode.IsLetter(r) && !script.Drawable(r) {
 			name := scriptName(r)
 			if !seen[name] {
 				seen[name] = true

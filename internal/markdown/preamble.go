@@ -1,13 +1,23 @@
 package markdown
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/outprint/outprint/internal/highlight"
+	"github.com/outprint/outprint/internal/script"
+)
 
 // Profile is what the preamble depends on: nothing of one document but
 // its paper and the fallback font groups its text needs. A warm TeX
 // process loads the preamble of a profile before the document arrives.
 type Profile struct {
 	Paper   string // "a4" (default) or "letter"
-	Scripts Scripts
+	Scripts script.Set
+	// RTL loads the bidi package, which sets paragraphs right to left
+	// (direction.go): for a document whose language is right to left
+	// (Document.NeedsBidi). Scripts with right-to-left letters load it
+	// anyway.
+	RTL bool
 }
 
 // Preamble returns everything before \begin{document} for a profile. It is
@@ -35,6 +45,12 @@ func Preamble(p Profile) string {
 \usepackage[unicode,colorlinks,linkcolor=oplink,urlcolor=oplink,citecolor=oplink,bookmarksnumbered,hyperfootnotes=false,pdfcreator={outprint}]{hyperref}
 \usepackage{bookmark}
 `)
+	rtl := p.RTL || p.Scripts&(script.Arabic|script.Hebrew) != 0
+	if rtl {
+		// Last: it adapts the packages above (framed, longtable,
+		// fancyhdr, hyperref) to right-to-left paragraphs.
+		b.WriteString("\\usepackage{bidi}\n")
+	}
 	// Everything above is packages, which a warm TeX pool dumps into a
 	// format once (XeTeX can dump packages but not loaded fonts); the
 	// marker ends that part, and fonts and macros follow it.
@@ -44,10 +60,15 @@ func Preamble(p Profile) string {
 \setmonofont{Noto Sans Mono}[Scale=MatchLowercase]
 \setmathfont{TeX Gyre Schola Math}[Scale=MatchLowercase]
 `)
-	b.WriteString(FontPreamble(p.Scripts))
-	b.WriteString(HighlightPreamble)
+	b.WriteString(script.FontPreamble(p.Scripts))
+	b.WriteString(highlight.Preamble)
 	b.WriteString("\n")
 	b.WriteString(writerMacros)
+	if rtl {
+		b.WriteString(directionMacros)
+	} else {
+		b.WriteString(noDirectionMacros)
+	}
 	return b.String()
 }
 
@@ -98,8 +119,12 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % with more pages than its footers announce is refused.
 \AtEndDocument{\ifdefined\OutprintTotal\OutprintTotal{\the\value{page}}\fi\par\setbox\@tempboxa\hbox{\normalfont\small\sffamily\the\value{page}}\nointerlineskip\vbox to 0pt{\hbox to 0pt{\special{pdf:bxobj @optotal width \the\wd\@tempboxa\space height \the\ht\@tempboxa\space depth \the\dp\@tempboxa}\box\@tempboxa\special{pdf:exobj}\hss}\vss}}
 \makeatother
-\fancypagestyle{opfooter}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
-\fancypagestyle{plain}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}}
+% The footer says "Page N of M" in the middle; a right-to-left document
+% (\opdocrtl) keeps the phrase left to right.
+\newcommand\oppageof{\small\sffamily Page \thepage\ of \special{pdf:uxobj @optotal}}
+\newcommand\opfootc{\oppageof}
+\fancypagestyle{opfooter}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\opfootc}}
+\fancypagestyle{plain}{\fancyhf{}\renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}\fancyfoot[C]{\opfootc}}
 \pagestyle{opfooter}
 % Lists nest nine deep (the writer flattens deeper levels).
 \setlistdepth{9}
@@ -128,14 +153,20 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \makeatother
 \newcommand\opheadbreak{\penalty5000\relax}
 \newcommand\opframefirst{\leavevmode\par\vspace{-\baselineskip}}
-\newcommand\opflatitem[1]{\par\noindent\hangindent=1.5em\hangafter=1\makebox[1.5em][l]{#1}}
+\newcommand\opflatitem[1]{\par\noindent\hangindent=\opifrtl{-}{}1.5em\hangafter=1\makebox[1.5em][l]{#1}}
 % Notices: a coloured bar and background, a label; framed breaks across pages.
 \newcommand\opnoticelabel[2]{\par\noindent{\sffamily\bfseries\small\color{op#1fg}#2}\par\nobreak}
-\newcommand\opnoticeframe[2]{\hbox{{\color{op#1fg}\vrule width 3pt}\fboxsep=7pt\colorbox{op#1bg}{#2}}}
+% The bar is on the right of a right-to-left notice (\opp@nbar, set at its
+% start); the frame is built left to right, where the bidi package's
+% colour commands add no direction of their own.
+\makeatletter
+\def\opp@nbar{l}
+\newcommand\opnoticeframe[2]{\hbox{\opsetltr\if r\opp@nbar\fboxsep=7pt\colorbox{op#1bg}{#2}{\color{op#1fg}\vrule width 3pt}\else{\color{op#1fg}\vrule width 3pt}\fboxsep=7pt\colorbox{op#1bg}{#2}\fi}}
+\makeatother
 % Inside lists the frame keeps the list's indentation (as framed's own
 % shaded environment does).
 \makeatletter
-\newenvironment{opnotice}[2]{\let\centerline\opp@centerline\def\FrameCommand##1{\hskip\@totalleftmargin\opnoticeframe{#1}{##1}\hskip-\linewidth\hskip-\@totalleftmargin\hskip\columnwidth}\MakeFramed{\advance\hsize-\width\@totalleftmargin\z@\linewidth\hsize\@setminipage}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\unskip\@minipagefalse\endMakeFramed}
+\newenvironment{opnotice}[2]{\opifrtl{\def\opp@nbar{r}}{\def\opp@nbar{l}}\let\centerline\opp@centerline\def\FrameCommand##1{\hskip\@totalleftmargin\opnoticeframe{#1}{##1}\hskip-\linewidth\hskip-\@totalleftmargin\hskip\columnwidth}\MakeFramed{\advance\hsize-\width\@totalleftmargin\z@\linewidth\hsize\@setminipage}\opnoticelabel{#1}{#2}\vspace{-0.3em}}{\par\unskip\@minipagefalse\endMakeFramed}
 \makeatother
 % Text.
 \newcommand\opbr{\penalty200\hskip0pt\relax}
@@ -171,12 +202,15 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newcommand\opcodelines[1]{\par{\raggedright\small #1\par}}
 \newcommand\opnewpage{\par\newpage}
 \newcommand\oprule{\par\noindent{\color{black!40}\rule{\linewidth}{0.4pt}}\par}
-\newcommand\opmissing[1]{[#1]}
+\newcommand\opmissing[1]{\opifrtl{]#1[}{[#1]}}
 % Images: never floating, never split, scaled to the line and 3/4 page. In
 % running text a line may end before an image, filled, so that a large
 % image goes to the next line instead of over the margin.
 \newlength\opimgw\newlength\opimgh
 \newcommand\opimg[4]{\ifhmode\hfil\penalty0\hskip0pt plus -1fil\relax\fi\setlength\opimgw{#2}\ifdim\opimgw>#1\relax\setlength\opimgw{#1}\fi\setlength\opimgh{#3}\ifdim\opimgh>0.75\textheight\setlength\opimgh{0.75\textheight}\fi\includegraphics[width=\opimgw,height=\opimgh,keepaspectratio]{#4}}
+% \opimgpage{page}{...}: \opimg of one page of a PDF (a document's diagrams
+% share one PDF, a page each).
+\newcommand\opimgpage[5]{\ifhmode\hfil\penalty0\hskip0pt plus -1fil\relax\fi\setlength\opimgw{#3}\ifdim\opimgw>#2\relax\setlength\opimgw{#2}\fi\setlength\opimgh{#4}\ifdim\opimgh>0.75\textheight\setlength\opimgh{0.75\textheight}\fi\includegraphics[page=#1,width=\opimgw,height=\opimgh,keepaspectratio]{#5}}
 \newenvironment{opfigure}[1]{\par\noindent\begin{minipage}{\linewidth}\csname opalign#1\endcsname}{\end{minipage}\par\addvspace{0.4em}}
 \newcommand\opalignc{\centering}\newcommand\opalignl{\raggedright}\newcommand\opalignr{\raggedleft}
 \newcommand\opcaption[1]{\par\vspace{0.2em}{\small\itshape #1\par}}
@@ -203,53 +237,80 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 \newlength\optw
 \newenvironment{optable}[2]{\par\ifcase#2\or\small\setlength\tabcolsep{4pt}\or\footnotesize\setlength\tabcolsep{3pt}\fi
   \setlength\optw{\dimexpr\linewidth-#1\tabcolsep\relax}}{\par}
-\newcommand\opcelll{\raggedright\arraybackslash\hskip0pt\relax}
-\newcommand\opcellr{\raggedleft\arraybackslash\hskip0pt\relax}
-\newcommand\opcellc{\centering\arraybackslash\hskip0pt\relax}
+\newcommand\opcelll{\raggedright\arraybackslash}
+\newcommand\opcellr{\raggedleft\arraybackslash}
+\newcommand\opcellc{\centering\arraybackslash}
+% A cell's paragraph begins with \opcs; a cell whose direction is not
+% the table's with \opcsl or \opcsr: longtable has begun the paragraph
+% (its strut) in the table's direction, so it is ended, its line taken
+% away, and begun again in the cell's. They are \protected: TeX expands
+% the first tokens of a cell, looking for \omit, before the column's
+% template has begun the paragraph.
+\makeatletter
+\newcommand\opcs{\hskip0pt\relax}
+\protected\def\opcsl{\op@cellturn\opsetltr}
+\protected\def\opcsr{\op@cellturn\opsetrtl}
+\def\op@cellturn#1{\ifhmode\ifinner\else\@@par\setbox\z@\lastbox\nointerlineskip\fi\fi#1\noindent\vrule\@height\ht\@arstrutbox\@width\z@\hskip0pt\relax}
+\makeatother
 \newcommand\opthead[1]{{\bfseries #1}}
 % Column widths (table.go): \opcolm{j}{…} keeps in \opc@m@j the widest
-% piece of column j that must not wrap, \opcoln{j}{…} in \opc@n@j its
-% widest cell; \opcolwidths{n} sets \opcw{j}. If the natural widths fit,
-% they are the widths. Else each column gets its unbroken width, and what
-% is left of the line goes to the columns that wrap, in proportion to the
-% square of their excess (natural less unbroken width, in points, capped):
-% a prose column gets most of it, a column of short phrases wraps where
-% the prose makes the row tall anyway; a column whose share would pass its
-% natural width gets that and leaves the rest to the others. If not even
-% the unbroken widths fit, they are scaled to the line. Measuring happens
-% in a box: a line break there is nothing.
+% piece of column j that must not wrap, \opcolp{j}{…} in \opc@p@j its
+% widest short label (at most four words), \opcoln{j}{…} in \opc@n@j its
+% widest cell; \opcolwidths{n}{r} sets \opcw{j}. If the natural widths fit,
+% they are the widths. Else each column gets a base width, its label width
+% if all label widths fit and leave r of the line to the columns that wrap
+% (table.go's proseReserve where prose makes most rows tall, else 0pt),
+% its unbroken width if not, and what is left of the line goes to the
+% columns that wrap, in proportion to the square of
+% their excess (natural less base width, in points, capped): a prose
+% column gets most of it, a column of short phrases wraps where the prose
+% makes the row tall anyway; a column whose share would pass its natural
+% width gets that and leaves the rest to the others. If not even the
+% unbroken widths fit, they are scaled to the line. Measuring happens in a
+% box: a line break there is nothing.
 \makeatletter
-\newdimen\opc@summ\newdimen\opc@sumn\newdimen\opc@left\newcount\opc@sq\newcount\opc@j\newif\ifopc@changed
+\newdimen\opc@summ\newdimen\opc@sump\newdimen\opc@sumn\newdimen\opc@sumb\newdimen\opc@left\newcount\opc@sq\newcount\opc@j\newif\ifopc@changed
 \def\opc@m#1{\csname opc@m@#1\endcsname}
 \def\opc@n#1{\csname opc@n@#1\endcsname}
+\def\opc@p#1{\csname opc@p@#1\endcsname}
+\def\opc@b#1{\csname opc@\opc@base @#1\endcsname}
 \def\opc@e#1{\csname opc@e@#1\endcsname}
 \newcommand\opcw[1]{\csname opc@w@#1\endcsname}
 \newcommand\opcolinit[1]{\opc@j=\z@\loop\ifnum\opc@j<#1\relax\advance\opc@j\@ne
-  \expandafter\def\csname opc@m@\the\opc@j\endcsname{0pt}\expandafter\def\csname opc@n@\the\opc@j\endcsname{0pt}\repeat}
+  \expandafter\def\csname opc@m@\the\opc@j\endcsname{0pt}\expandafter\def\csname opc@p@\the\opc@j\endcsname{0pt}\expandafter\def\csname opc@n@\the\opc@j\endcsname{0pt}\repeat}
 \def\opc@measure#1#2#3{\begingroup\let\opnl\relax\settowidth\@tempdima{#3}\expandafter\endgroup
   \expandafter\opc@keep\expandafter{\the\@tempdima}{#1}{#2}}
 \def\opc@keep#1#2#3{\ifdim#1>\csname opc@#2@#3\endcsname\relax\expandafter\def\csname opc@#2@#3\endcsname{#1}\fi}
 \newcommand\opcolm[2]{\opc@measure{m}{#1}{#2}}
+\newcommand\opcolp[2]{\opc@measure{p}{#1}{#2}}
 \newcommand\opcoln[2]{\opc@measure{n}{#1}{#2}}
 \def\opc@setw#1#2{\expandafter\edef\csname opc@w@#1\endcsname{\the\dimexpr#2\relax}}
 \def\opc@forall#1#2{\opc@j=\z@\loop\ifnum\opc@j<#1\relax\advance\opc@j\@ne#2\repeat}
 \def\opc@J{\the\opc@j}
-\newcommand\opcolwidths[1]{\opc@summ=\z@\opc@sumn=\z@
+% \opc@raise{a}{b}: column j's a is at least its b.
+\def\opc@raise#1#2{\ifdim\csname opc@#1@\opc@J\endcsname<\csname opc@#2@\opc@J\endcsname\relax
+  \expandafter\edef\csname opc@#1@\opc@J\endcsname{\csname opc@#2@\opc@J\endcsname}\fi}
+\newcommand\opcolwidths[2]{\opc@summ=\z@\opc@sump=\z@\opc@sumn=\z@
   \opc@forall{#1}{%
-    \ifdim\opc@n\opc@J<\opc@m\opc@J\relax\expandafter\edef\csname opc@n@\opc@J\endcsname{\opc@m\opc@J}\fi
+    \opc@raise{p}{m}\opc@raise{n}{p}%
     \opc@setw\opc@J{\opc@n\opc@J}%
-    \@tempcnta=\numexpr\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax/65536\relax
-    \ifnum\@tempcnta>2000 \@tempcnta=2000 \fi
-    \expandafter\edef\csname opc@e@\opc@J\endcsname{\the\numexpr\@tempcnta*\@tempcnta\relax}%
-    \advance\opc@summ\opc@m\opc@J\relax\advance\opc@sumn\opc@n\opc@J\relax}%
-  \opc@left=\dimexpr\optw-\opc@summ\relax
+    \advance\opc@summ\opc@m\opc@J\relax\advance\opc@sump\opc@p\opc@J\relax\advance\opc@sumn\opc@n\opc@J\relax}%
   \ifdim\opc@sumn>\optw
-    \ifdim\opc@left>\z@
-      \opc@fill{#1}%
-      \opc@forall{#1}{\ifnum\opc@e\opc@J>\z@\opc@setw\opc@J{\opc@m\opc@J+\opc@left*\opc@e\opc@J/\opc@sq}\fi}%
-    \else
-      \opc@forall{#1}{\opc@setw\opc@J{\opc@m\opc@J*\number\optw/\number\opc@summ}}%
-    \fi
+    \ifdim\opc@sump>\dimexpr\optw-(#2)\relax\def\opc@base{m}\opc@sumb=\opc@summ\else\def\opc@base{p}\opc@sumb=\opc@sump\fi
+    \opc@share{#1}%
+  \fi}
+% The sharing of what the base widths leave of the line.
+\def\opc@share#1{%
+  \opc@forall{#1}{%
+    \@tempcnta=\numexpr\dimexpr\opc@n\opc@J-\opc@b\opc@J\relax/65536\relax
+    \ifnum\@tempcnta>2000 \@tempcnta=2000 \fi
+    \expandafter\edef\csname opc@e@\opc@J\endcsname{\the\numexpr\@tempcnta*\@tempcnta\relax}}%
+  \opc@left=\dimexpr\optw-\opc@sumb\relax
+  \ifdim\opc@left>\z@
+    \opc@fill{#1}%
+    \opc@forall{#1}{\ifnum\opc@e\opc@J>\z@\opc@setw\opc@J{\opc@b\opc@J+\opc@left*\opc@e\opc@J/\opc@sq}\fi}%
+  \else
+    \opc@forall{#1}{\opc@setw\opc@J{\opc@b\opc@J*\number\optw/\number\opc@sumb}}%
   \fi}
 % One round of the sharing: columns whose share reaches their natural
 % width take it and leave the sharing; again until none does.
@@ -257,8 +318,8 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
   \opc@forall{#1}{\advance\opc@sq\opc@e\opc@J\relax}%
   \ifnum\opc@sq>\z@
     \opc@forall{#1}{\ifnum\opc@e\opc@J>\z@
-      \ifdim\dimexpr\opc@left*\opc@e\opc@J/\opc@sq\relax<\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax\else
-        \advance\opc@left-\dimexpr\opc@n\opc@J-\opc@m\opc@J\relax
+      \ifdim\dimexpr\opc@left*\opc@e\opc@J/\opc@sq\relax<\dimexpr\opc@n\opc@J-\opc@b\opc@J\relax\else
+        \advance\opc@left-\dimexpr\opc@n\opc@J-\opc@b\opc@J\relax
         \expandafter\def\csname opc@e@\opc@J\endcsname{0}\opc@changedtrue
       \fi\fi}%
   \fi
@@ -317,9 +378,34 @@ const writerMacros = `\definecolor{oplink}{HTML}{1F4E9A}
 % after the piece, on the page's own list.
 \def\opp@reg{\csname c__mark_class_optoc_mark\endcsname}
 \def\opp@centerline#1{\opp@parse#1\@@line{\hss#1\hss}\opp@put}
-\def\opp@parse#1#2{\opp@parse@box#2}
+\def\opp@parse#1#2{\opp@parse@arg#2\relax}
+% The bidi package's framed wraps the piece in \hboxL.
+\def\opp@parse@arg#1#2\relax{\ifx#1\hboxL\expandafter\@firstoftwo\else\expandafter\@secondoftwo\fi{\opp@parse@box#2}{\opp@parse@box#1#2}}
 \def\opp@parse@box\box#1{\begingroup\setbox\z@\vbox{\unvcopy#1}\vbadness\@M\vfuzz\maxdimen\splitmaxdepth\maxdimen
   \setbox\z@\vsplit\z@ to\maxdimen\xdef\opp@gfirst{\splitfirstmarks\opp@reg}\xdef\opp@gbot{\splitbotmarks\opp@reg}\endgroup}
 \def\opp@put{\ifx\opp@gfirst\@empty\else\marks\opp@reg{\opp@gfirst}\marks\opp@reg{\opp@gbot}\fi}
 \makeatother
+`
+
+// directionMacros switch paragraph direction (direction.go) with the bidi
+// package, for profiles that load it (Profile.RTL).
+const directionMacros = `\makeatletter
+% The tables' right-to-left column order is the writer's (it writes the
+% cells in that order): the bidi package's own (\if@RTLtab) sets the page
+% so far in a reversed box when a longtable starts, and mirrors lines that
+% are not paragraphs (code, frames), and their colours.
+\newcommand\opsetrtl{\setRTL\@RTLtabfalse}
+\newcommand\opsetltr{\setLTR}
+\newcommand\opifrtl[2]{\if@RTL#1\else#2\fi}
+% A right-to-left document: its contents, title block, tables and footer.
+\newcommand\opdocrtl{\opsetrtl\@RTLmaintrue\renewcommand\opfootc{\beginL\oppageof\endL}}
+\makeatother
+`
+
+// noDirectionMacros stand for directionMacros in profiles without the
+// bidi package: everything is left to right there.
+const noDirectionMacros = `\newcommand\opsetrtl{}
+\newcommand\opsetltr{}
+\newcommand\opifrtl[2]{#2}
+\newcommand\opdocrtl{}
 `

@@ -1,8 +1,11 @@
 package markdown
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark/util"
 )
 
 // dropRune reports whether r must never reach TeX: C0 controls other than
@@ -42,6 +45,29 @@ func isLigature(r rune) bool { return r >= 0xFB00 && r <= 0xFB06 }
 // kept, so line numbers stay those of the original file. When nothing
 // needs repair, src itself is returned.
 func clean(src []byte) []byte {
+	i := cleanPrefix(src)
+	if i == len(src) {
+		return src
+	}
+	out := make([]byte, i, len(src)+16)
+	copy(out, src[:i])
+	for i < len(src) {
+		c := src[i]
+		if c < 0x80 {
+			out = appendCleanByte(out, src, i)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(src[i:])
+		out = appendCleanRune(out, r, src[i:i+n])
+		i += n
+	}
+	return out
+}
+
+// cleanPrefix is the length of the start of src that needs no repair, the
+// fast path of clean: most documents need none at all.
+func cleanPrefix(src []byte) int {
 	i := 0
 	for i < len(src) {
 		c := src[i]
@@ -58,37 +84,34 @@ func clean(src []byte) []byte {
 		}
 		break
 	}
-	if i == len(src) {
-		return src
+	return i
+}
+
+// appendCleanByte appends the repaired ASCII byte src[i]: CR LF and a lone
+// CR become LF, the characters of dropRune go.
+func appendCleanByte(out, src []byte, i int) []byte {
+	switch c := src[i]; {
+	case c == '\r':
+		if i+1 >= len(src) || src[i+1] != '\n' {
+			out = append(out, '\n')
+		}
+	case !dropRune(rune(c)):
+		out = append(out, c)
 	}
-	out := make([]byte, i, len(src)+16)
-	copy(out, src[:i])
-	for i < len(src) {
-		c := src[i]
-		if c < 0x80 {
-			switch {
-			case c == '\r':
-				if i+1 >= len(src) || src[i+1] != '\n' {
-					out = append(out, '\n')
-				}
-			case !dropRune(rune(c)):
-				out = append(out, c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(src[i:])
-		i += n
-		if r == utf8.RuneError {
-			out = utf8.AppendRune(out, utf8.RuneError)
-			continue
-		}
-		switch {
-		case isLigature(r):
-			out = append(out, ligatures[r-0xFB00]...)
-		case !dropRune(r):
-			out = append(out, src[i-n:i]...)
-		}
+	return out
+}
+
+// appendCleanRune appends the repaired rune r, whose bytes in src are
+// raw: invalid UTF-8 becomes U+FFFD, a ligature its letters, the
+// characters of dropRune go.
+func appendCleanRune(out []byte, r rune, raw []byte) []byte {
+	switch {
+	case r == utf8.RuneError:
+		return utf8.AppendRune(out, utf8.RuneError)
+	case isLigature(r):
+		return append(out, ligatures[r-0xFB00]...)
+	case !dropRune(r):
+		return append(out, raw...)
 	}
 	return out
 }
@@ -99,4 +122,48 @@ func clean(src []byte) []byte {
 func cleanLine(s string) string {
 	c := string(clean([]byte(s)))
 	return strings.Join(strings.Fields(c), " ")
+}
+
+// resolveNumericReferences resolves the numeric character references of
+// v that CommonMark counts as such: &# and 1–7 decimal digits, or &#x and
+// 1–6 hex digits, then ;. goldmark's util.ResolveNumericReferences also
+// takes longer hex numbers and makes them U+FFFD, which then vanishes;
+// CommonMark keeps them as typed (&#x1100000; is text).
+func resolveNumericReferences(v []byte) []byte {
+	i := bytes.Index(v, []byte("&#"))
+	if i < 0 {
+		return v
+	}
+	var out []byte
+	for i >= 0 {
+		n := numericRefLen(v[i:])
+		if n == 0 {
+			out = append(out, v[:i+2]...)
+			v = v[i+2:]
+		} else {
+			out = append(out, v[:i]...)
+			out = append(out, util.ResolveNumericReferences(v[i:i+n])...)
+			v = v[i+n:]
+		}
+		i = bytes.Index(v, []byte("&#"))
+	}
+	return append(out, v...)
+}
+
+// numericRefLen returns the length of the numeric character reference s
+// starts with, 0 when it starts with none.
+func numericRefLen(s []byte) int {
+	i, maxDigits, isDigit := 2, 7, func(c byte) bool { return c >= '0' && c <= '9' }
+	if len(s) > 2 && (s[2] == 'x' || s[2] == 'X') {
+		i, maxDigits = 3, 6
+		isDigit = func(c byte) bool { return isHex(c) }
+	}
+	start := i
+	for i < len(s) && i-start < maxDigits && isDigit(s[i]) {
+		i++
+	}
+	if i == start || i >= len(s) || s[i] != ';' {
+		return 0
+	}
+	return i + 1
 }

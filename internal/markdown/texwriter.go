@@ -6,6 +6,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/outprint/outprint/internal/script"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -61,22 +62,27 @@ type texWriter struct {
 	alnum      bool // the last character of the run was a letter or digit
 	firstBreak int
 	everyBreak int
-	para       int // bytes of text since the last block started
+	breakDue   bool // a break fell before a closing mark: take it at the next character
+	cutDue     bool // that break ends the paragraph (forceBreak)
+	para       int  // bytes of text since the last block started
 
 	// urlBreaks adds a break opportunity after each `/`, `.` and `-` of
 	// code text (a URL): it breaks there before it breaks inside a word.
 	urlBreaks bool
 
-	// Right-to-left stretches. A stretch (see WriteRuns) must not be
-	// split, or its words print in the wrong order; in a paragraph it may
-	// span several pieces of text, across bold, italics, links and code,
-	// which TeX--XeT reverses as a whole. Where bidi is false each piece
-	// of text is a paragraph of its own.
-	bidi      bool                          // pieces of text share stretches (a paragraph's inlines)
-	rtlOpen   bool                          // \beginR written, \endR not yet
-	frozen    bool                          // inside ulem: rtlOpen does not change, RTL runs are stretches of their own
-	rtlPrev   fontID                        // font of the last letter written if it is right to left, else fontNone
-	lookahead func() (f fontID, digit bool) // the first letter after the current piece (see writer.nextLetter)
+	// Embedded stretches: right-to-left text in a left-to-right paragraph
+	// (\beginR … \endR), left-to-right text in a right-to-left one
+	// (\beginL … \endL). A stretch (see WriteRuns) must not be split, or
+	// its words print in the wrong order; in a paragraph it may span
+	// several pieces of text, across bold, italics, links and code, which
+	// TeX--XeT reverses as a whole. Where bidi is false each piece of text
+	// is a paragraph of its own.
+	bidi      bool                               // pieces of text share stretches (a paragraph's inlines)
+	rtlPara   bool                               // the paragraph runs right to left (the bidi package's \setRTL)
+	embOpen   bool                               // a stretch's \beginR or \beginL written, its end not yet
+	frozen    bool                               // inside ulem: embOpen does not change, embedded runs are stretches of their own
+	embPrev   script.Font                        // font of the last letter written if it belongs to a stretch, else script.None
+	lookahead func() (f script.Font, digit bool) // the first letter after the current piece (see writer.nextLetter)
 
 	// emoji returns the image file of an emoji name (see emoji.go), ok
 	// false when there is none; nil: every emoji stays text.
@@ -142,11 +148,12 @@ func (w *texWriter) space() {
 }
 
 // parBreak ends the paragraph and goes on without indentation or space
-// (\opbrk). A right-to-left stretch cannot span two paragraphs: it is
-// closed before and opened again after.
+// (\opbrk). A stretch cannot span two paragraphs: it is closed before and
+// opened again after.
 func (w *texWriter) parBreak() {
-	if w.rtlOpen && !w.frozen {
-		w.raw(`\endR{}\opbrk{}\beginR{}`)
+	if w.embOpen && !w.frozen {
+		begin, end := w.embMacros()
+		w.raw(end + `\opbrk{}` + begin)
 		return
 	}
 	w.raw(`\opbrk{}`)
@@ -175,54 +182,81 @@ const (
 )
 
 // text writes user text: every character that could mean something to TeX
-// is escaped, runs of other scripts get their font switch, right-to-left
-// stretches are put between \beginR and \endR.
+// is escaped, runs of other scripts get their font switch, stretches that
+// run against the paragraph's direction are put between \beginR and \endR
+// (or \beginL and \endL).
 func (w *texWriter) text(s string, m textMode) {
-	if m == modePlain || !w.inRTL() && (isASCII(s) || mainFontOnly(s)) {
-		// Text the main font draws alone, after a left-to-right letter
-		// (or none), is one left-to-right run: nothing to split.
+	if m == modePlain || !w.rtlPara && !w.inEmb() && (isASCII(s) || script.MainOnly(s)) {
+		// Text the main font draws alone, in a left-to-right paragraph
+		// after a left-to-right letter (or none), is one left-to-right
+		// run: nothing to split.
 		w.esc(s, m)
 		return
 	}
-	prev := w.rtlPrev
-	if !isRTLFont(prev) {
-		// Only a right-to-left letter before s changes how s is split.
-		prev = fontNone
+	prev := w.embPrev
+	if !w.emb(prev) {
+		// Only a letter of a stretch before s changes how s is split.
+		prev = script.None
 	}
-	runs, last := splitRuns(s, prev, fontNone)
-	next := fontNone
-	if isRTLFont(last) && w.bidi && w.lookahead != nil {
+	runs, last := w.split(s, prev, script.None)
+	next := script.None
+	if w.emb(last) && w.bidi && w.lookahead != nil {
 		// What follows s decides whether the stretch goes on: the
-		// neutrals at the end of s belong to it only if a right-to-left
-		// letter (or a number) comes next.
+		// neutrals at the end of s belong to it only if a letter of the
+		// stretch's direction (or a number) comes next.
 		f, digit := w.lookahead()
 		switch {
 		case digit:
 			next = last
-		case isRTLFont(f):
+		case w.emb(f):
 			next = f
 		}
-		if next != fontNone {
-			runs, last = splitRuns(s, prev, next)
+		if next != script.None {
+			runs, last = w.split(s, prev, next)
 		}
 	}
 	w.runs(runs, m)
-	w.rtlPrev = fontNone
-	if isRTLFont(last) && w.bidi {
-		w.rtlPrev = last
+	w.embPrev = script.None
+	if w.emb(last) && w.bidi {
+		w.embPrev = last
 	}
-	if next == fontNone {
-		w.endRTL()
+	if next == script.None {
+		w.endEmb()
 	}
 }
 
+// split splits s into runs for the paragraph's direction.
+func (w *texWriter) split(s string, prev, next script.Font) ([]script.Run, script.Font) {
+	if w.rtlPara {
+		return script.SplitPieceRTL(s, prev, next)
+	}
+	return script.SplitPiece(s, prev, next)
+}
+
+// emb reports whether a letter in font f runs against the paragraph's
+// direction: it belongs to an embedded stretch.
+func (w *texWriter) emb(f script.Font) bool { return f != script.None && f.RTL() != w.rtlPara }
+
+// embMacros returns what begins and ends a stretch in this paragraph.
+// Not "\beginR ": a space that starts the run would be skipped as the end
+// of the control word.
+func (w *texWriter) embMacros() (begin, end string) {
+	if w.rtlPara {
+		return `\beginL{}`, `\endL{}`
+	}
+	return `\beginR{}`, `\endR{}`
+}
+
 // runs writes runs: each in its font's \opfont<key>{…} (the main font's
-// plain), each maximal sequence of RTL runs after \beginR. The stretch is
-// left open after the last run; endRTL closes it.
-func (w *texWriter) runs(runs []Run, m textMode) {
+// plain), each maximal sequence of runs against the paragraph's direction
+// after \beginR (or \beginL). The stretch is left open after the last
+// run; endEmb closes it.
+func (w *texWriter) runs(runs []script.Run, m textMode) {
+	begin, end := w.embMacros()
 	if w.frozen {
 		for _, r := range runs {
-			if !r.RTL && (r.Font == "" || !validFontKey(r.Font)) {
+			emb := r.RTL != w.rtlPara
+			if !emb && (r.Font == "" || !validFontKey(r.Font)) {
 				w.esc(r.Text, m)
 				continue
 			}
@@ -230,25 +264,24 @@ func (w *texWriter) runs(runs []Run, m textMode) {
 				w.raw(`\opfont` + r.Font)
 			}
 			w.raw(`{`)
-			if r.RTL {
-				w.raw(`\beginR{}`)
+			if emb {
+				w.raw(begin)
 			}
 			w.escRun(r, m)
-			if r.RTL {
-				w.raw(`\endR{}`)
+			if emb {
+				w.raw(end)
 			}
 			w.raw(`}`)
 		}
 		return
 	}
 	for _, r := range runs {
-		if r.RTL && !w.rtlOpen {
-			// Not "\beginR ": a space that starts the run would be
-			// skipped as the end of the control word.
-			w.raw(`\beginR{}`)
-			w.rtlOpen = true
-		} else if !r.RTL && w.rtlOpen {
-			w.endRTL()
+		emb := r.RTL != w.rtlPara
+		if emb && !w.embOpen {
+			w.raw(begin)
+			w.embOpen = true
+		} else if !emb && w.embOpen {
+			w.endEmb()
 		}
 		if r.Font == "" || !validFontKey(r.Font) {
 			w.esc(r.Text, m)
@@ -271,10 +304,10 @@ const maxActualWord = 48
 // each word is set as \opactual{hex}{word}, a marked-content span whose
 // /ActualText is the word's own text (UTF-16BE in hex, so no user text
 // reaches the special).
-func (w *texWriter) escRun(r Run, m textMode) {
+func (w *texWriter) escRun(r script.Run, m textMode) {
 	// In a right-to-left stretch TeX--XeT reverses what it holds, the
 	// specials of an image's text layer too, so there emoji stay text.
-	if w.emoji != nil && m == modeText && !w.frozen && !r.RTL && !w.rtlOpen && hasEmojiStart(r.Text) {
+	if w.emoji != nil && m == modeText && !w.frozen && !r.RTL && w.embOpen == w.rtlPara && hasEmojiStart(r.Text) {
 		w.emojiRun(r, m)
 		return
 	}
@@ -285,7 +318,7 @@ func (w *texWriter) escRun(r Run, m textMode) {
 // as \opemoji{hex}{file} (see emoji.go): the hex is the sequence's own
 // text and the file a name the images stage made, so no user text reaches
 // TeX as a command.
-func (w *texWriter) emojiRun(r Run, m textMode) {
+func (w *texWriter) emojiRun(r script.Run, m textMode) {
 	s := r.Text
 	start := 0
 	for i := 0; i < len(s); {
@@ -302,7 +335,7 @@ func (w *texWriter) emojiRun(r Run, m textMode) {
 			continue
 		}
 		if start < i {
-			w.escText(Run{Text: s[start:i], Font: r.Font, RTL: r.RTL}, m)
+			w.escText(script.Run{Text: s[start:i], Font: r.Font, RTL: r.RTL}, m)
 		}
 		w.raw(`\opemoji{` + emojiHex(seq) + `}{` + file + `}`)
 		w.word = 0
@@ -310,13 +343,20 @@ func (w *texWriter) emojiRun(r Run, m textMode) {
 		start = i
 	}
 	if start < len(s) {
-		w.escText(Run{Text: s[start:], Font: r.Font, RTL: r.RTL}, m)
+		w.escText(script.Run{Text: s[start:], Font: r.Font, RTL: r.RTL}, m)
 	}
 }
 
 // escText writes a run's text as text (see escRun).
-func (w *texWriter) escText(r Run, m textMode) {
-	if !actualText(r.Font) || m == modePlain {
+func (w *texWriter) escText(r script.Run, m textMode) {
+	if r.Font == "arabic" {
+		// A letter with its mark composed (ه and ٔ as ۀ, ا and ٓ as آ):
+		// the font draws the same, and the text layer then holds one
+		// letter where a separate mark would split the line for a
+		// reader extracting it (poppler's pdftotext did).
+		r.Text = norm.NFC.String(r.Text)
+	}
+	if !script.ActualText(r.Font) || m == modePlain {
 		w.esc(r.Text, m)
 		return
 	}
@@ -356,27 +396,28 @@ func (w *texWriter) escText(r Run, m textMode) {
 	}
 }
 
-// inRTL reports whether text written now continues a right-to-left
-// stretch or follows a right-to-left letter.
-func (w *texWriter) inRTL() bool { return w.rtlOpen || isRTLFont(w.rtlPrev) }
+// inEmb reports whether text written now continues a stretch or follows
+// a letter of one.
+func (w *texWriter) inEmb() bool { return w.embOpen || w.emb(w.embPrev) }
 
-// endRTL closes an open right-to-left stretch (not inside ulem, where it
-// stays as it is).
-func (w *texWriter) endRTL() {
-	if w.rtlOpen && !w.frozen {
-		w.raw(`\endR{}`)
-		w.rtlOpen = false
+// endEmb closes an open stretch (not inside ulem, where it stays as it
+// is).
+func (w *texWriter) endEmb() {
+	if w.embOpen && !w.frozen {
+		_, end := w.embMacros()
+		w.raw(end)
+		w.embOpen = false
 	}
 }
 
 // bidiBreak ends the bidirectional paragraph: what comes next (after a
 // line break, a formula, an image) starts afresh.
 func (w *texWriter) bidiBreak() {
-	w.endRTL()
-	w.rtlPrev = fontNone
+	w.endEmb()
+	w.embPrev = script.None
 }
 
-func isRTLFont(f fontID) bool { return f < numFonts && fonts[f].rtl }
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -408,56 +449,22 @@ func (w *texWriter) esc(s string, m textMode) {
 		c := s[i]
 		if c == ' ' || c == '\t' || c == '\n' {
 			i++
-			if m == modeCode && prevSpace {
-				w.raw(`\ `)
-				w.word = 0
-				continue
-			}
-			if m == modeText && w.afterWideStop() {
-				// A full-width stop or comma carries its own space.
-				continue
-			}
-			prevSpace = true
-			if m == modePlain {
-				w.plainSpace()
-			} else {
-				w.space()
-			}
+			prevSpace = w.escSpace(m, prevSpace)
 			continue
 		}
 		prevSpace = false
 		w.wordBreak(m, c)
 		if c < 0x80 {
-			if e := asciiEsc[c]; e != "" {
-				w.b = append(w.b, e...)
-				w.col += len(e)
-			} else if c == '\'' && m == modeCode {
-				// Literal text (code, raw HTML) keeps its straight
-				// apostrophe, as it keeps its straight double quote.
-				w.raw(`\textquotesingle{}`)
-			} else if (c == '-' || c == ',' || c == '\'') && i+1 < len(s) && s[i+1] == c {
-				// "--", ",," and "''" stay two characters: the font's TeX
-				// ligatures would print a dash or a quotation mark.
-				w.b = append(w.b, c, '{', '}')
-				w.col += 3
-			} else {
-				w.b = append(w.b, c)
-				w.col++
-				if w.urlBreaks && m == modeCode && (c == '/' || c == '.' || c == '-') && i+1 < len(s) && s[i+1] != c {
-					w.raw(`\opbr{}`)
-					w.word = -1 // counted below
-				}
-			}
+			w.escASCII(s, i, m)
 			i++
 		} else {
 			r, n := utf8.DecodeRuneInString(s[i:])
+			i += n
 			if r == utf8.RuneError && n == 1 || dropRune(r) {
-				i += n
 				continue
 			}
-			w.b = append(w.b, s[i:i+n]...)
+			w.b = append(w.b, s[i-n:i]...)
 			w.col += n
-			i += n
 		}
 		w.word++
 		w.para++
@@ -467,16 +474,91 @@ func (w *texWriter) esc(s string, m textMode) {
 	}
 }
 
+// escSpace writes a space of s (see esc) after a space when prevSpace
+// and reports whether the next one follows a space.
+func (w *texWriter) escSpace(m textMode, prevSpace bool) bool {
+	switch {
+	case m == modeCode && prevSpace:
+		w.raw(`\ `)
+		w.word = 0
+		return true
+	case m == modeText && w.afterWideStop():
+		// A full-width stop or comma carries its own space.
+		return false
+	case m == modePlain:
+		w.plainSpace()
+	default:
+		w.space()
+	}
+	return true
+}
+
+// escASCII writes the ASCII character s[i] (see esc).
+func (w *texWriter) escASCII(s string, i int, m textMode) {
+	c := s[i]
+	twin := i+1 < len(s) && s[i+1] == c
+	switch e := asciiEsc[c]; {
+	case e != "":
+		w.b = append(w.b, e...)
+		w.col += len(e)
+	case c == '\'' && m == modeCode:
+		// Literal text (code, raw HTML) keeps its straight
+		// apostrophe, as it keeps its straight double quote.
+		w.raw(`\textquotesingle{}`)
+	case (c == '-' || c == ',' || c == '\'') && twin:
+		// "--", ",," and "''" stay two characters: the font's TeX
+		// ligatures would print a dash or a quotation mark.
+		w.b = append(w.b, c, '{', '}')
+		w.col += 3
+	default:
+		w.b = append(w.b, c)
+		w.col++
+		if w.urlBreaks && m == modeCode && i+1 < len(s) && !twin {
+			w.urlBreak(c)
+		}
+	}
+}
+
+// urlBreak adds a break opportunity after the `/`, `.` or `-` of a URL
+// (unless another follows, see escASCII).
+func (w *texWriter) urlBreak(c byte) {
+	if c == '/' || c == '.' || c == '-' {
+		w.raw(`\opbr{}`)
+		w.word = -1 // counted by esc
+	}
+}
+
 // wordBreak gives a long run of characters without a space a break
 // opportunity before its next character: after firstBreak characters and
 // then every everyBreak. It is decided before a character is written, not
 // after, so that a run split over many text pieces (`[a[a[a…`, where every
 // bracket is a node of its own) gets its breaks too: a 600-byte run of
 // them had none, ran off the page, and longer ones crashed XeTeX.
+//
+// A break that falls before a closing mark stays due and is taken before
+// the next character that allows it. It used to be dropped, so a run whose
+// period divides everyBreak (`[a](<b` repeated: every due break fell
+// before the `]`) got no break and no paragraph cut at all, and XeTeX set
+// it as one word in one paragraph: 24 KB took a minute (issue 29).
 func (w *texWriter) wordBreak(m textMode, next byte) {
 	after := w.alnum
 	w.alnum = next >= 0x80 || isASCIIAlnum(next)
-	if m == modePlain || w.firstBreak <= 0 || w.word < w.firstBreak || (w.word-w.firstBreak)%w.everyBreak != 0 {
+	if m == modePlain || w.firstBreak <= 0 || w.word < w.firstBreak {
+		w.breakDue, w.cutDue = false, false
+		return
+	}
+	if (w.word-w.firstBreak)%w.everyBreak == 0 {
+		w.breakDue = true
+		// XeTeX's time to set a paragraph grows faster than the
+		// paragraph when it has no spaces (a 500 KB word took 12 s
+		// as one paragraph, 1 s cut into paragraphs of a few
+		// lines): every 128th break of a long run ends the paragraph
+		// (\opbrk goes on without indentation or space).
+		if w.word >= forceBreak && (w.word-w.firstBreak)%(w.everyBreak*128) == 0 {
+			w.cutDue = true
+		}
+	}
+	if !w.breakDue {
 		return
 	}
 	if after && strings.IndexByte(",.;:!?)]}'\"", next) >= 0 {
@@ -484,12 +566,9 @@ func (w *texWriter) wordBreak(m textMode, next byte) {
 		// (after a link, say); runs of punctuation still break.
 		return
 	}
-	if w.word >= forceBreak && (w.word-w.firstBreak)%(w.everyBreak*128) == 0 {
-		// XeTeX's time to set a paragraph grows faster than the
-		// paragraph when it has no spaces (a 500 KB word took 12 s
-		// as one paragraph, 1 s cut into paragraphs of a few
-		// lines): \opbrk ends the paragraph and goes on without
-		// indentation or space.
+	w.breakDue = false
+	if w.cutDue {
+		w.cutDue = false
 		w.parBreak()
 		return
 	}

@@ -115,6 +115,10 @@ var (
 	// microseconds and a probe's latency is what they show; renders held
 	// open run to the render limit.
 	requestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+	// diagramBuckets span a warm document's diagrams (a tenth of a
+	// second) to a cold browser's start and the 10 s bound of each of
+	// many diagrams.
+	diagramBuckets = []float64{0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 3, 5, 10, 20, 30, 60}
 )
 
 // Metrics holds outprint's collectors. Create it with New.
@@ -130,6 +134,9 @@ type Metrics struct {
 	jobFinished    *prometheus.CounterVec
 	requests       *prometheus.HistogramVec
 	webhooks       *prometheus.CounterVec
+	diagrams       *prometheus.CounterVec
+	diagramDraw    *prometheus.HistogramVec
+	browsersEnded  *prometheus.CounterVec
 	sources        *sourceCollector
 }
 
@@ -182,6 +189,19 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: Namespace, Subsystem: "webhook", Name: "deliveries_total",
 			Help: "Webhook delivery attempts, by outcome: delivered, retry (failed, tried again later) or dead (given up).",
 		}, []string{"outcome"}),
+		diagrams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "diagram", Name: "diagrams_total",
+			Help: "Diagrams of rendered documents, by engine (mermaid, graphviz) and outcome: drawn, cached, invalid (422), too_large (413: a time or memory bound) or error (no browser, the render ended).",
+		}, []string{"engine", "outcome"}),
+		diagramDraw: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "diagram", Name: "draw_duration_seconds",
+			Help:    "Time to draw one document's diagrams of an engine that the cache did not answer, by engine.",
+			Buckets: diagramBuckets,
+		}, []string{"engine"}),
+		browsersEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "diagram", Name: "browser_restarts_total",
+			Help: "Chromium processes of the diagram pool that ended and are replaced when needed, by cause: worn (served its documents), stopped (a diagram's bound or a cancelled render), crashed, idle, failed_start.",
+		}, []string{"cause"}),
 		sources: newSourceCollector(),
 	}
 	for _, code := range refusalCodes {
@@ -198,8 +218,71 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "Largest maximum resident set size of any render process since the service started.",
 	}, func() float64 { return float64(m.peakMemory.Load()) })
 	reg.MustRegister(m.refusals, m.renderDuration, m.queueWait, peak,
-		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.jobAccepted, m.jobFinished, m.requests, m.webhooks, m.sources)
+		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.jobAccepted, m.jobFinished, m.requests, m.webhooks,
+		m.diagrams, m.diagramDraw, m.browsersEnded, m.sources)
 	return m
+}
+
+// Known makes the series of the labels a caller knows in advance exist
+// at 0 from the first scrape: outprint_job_failures_total for each job
+// failure code and outprint_render_duration_seconds for each render
+// result. A panel or an alert over a series that appears only with its
+// first event says "No data" until then, and a rate over it starts late.
+// The caller passes bounded sets (the codes of package limits and of
+// package jobs); labels outside them still count when they happen.
+func (m *Metrics) Known(jobFailureCodes, renderResults []string) {
+	if m == nil {
+		return
+	}
+	for _, c := range jobFailureCodes {
+		m.jobFailures.WithLabelValues(c)
+	}
+	for _, r := range renderResults {
+		m.renderDuration.WithLabelValues(r)
+	}
+}
+
+// KnownDiagrams makes the diagram series exist at 0 from the first
+// scrape: drawn diagrams for each engine and outcome, draw durations for
+// each engine, browser restarts for each cause (the diagram package's
+// label sets; a process that draws no diagrams does not call it).
+func (m *Metrics) KnownDiagrams(engines, outcomes, causes []string) {
+	if m == nil {
+		return
+	}
+	for _, e := range engines {
+		m.diagramDraw.WithLabelValues(e)
+		for _, o := range outcomes {
+			m.diagrams.WithLabelValues(e, o)
+		}
+	}
+	for _, c := range causes {
+		m.browsersEnded.WithLabelValues(c)
+	}
+}
+
+// DiagramDrawn counts one diagram of a rendered document by engine and
+// outcome (package diagram's bounded sets).
+func (m *Metrics) DiagramDrawn(engine, outcome string) {
+	if m != nil {
+		m.diagrams.WithLabelValues(engine, outcome).Inc()
+	}
+}
+
+// ObserveDiagramDraw records how long one document's diagrams of engine
+// took to draw.
+func (m *Metrics) ObserveDiagramDraw(engine string, d time.Duration) {
+	if m != nil {
+		m.diagramDraw.WithLabelValues(engine).Observe(d.Seconds())
+	}
+}
+
+// BrowserRetired counts one Chromium process of the diagram pool that
+// ended, by cause.
+func (m *Metrics) BrowserRetired(cause string) {
+	if m != nil {
+		m.browsersEnded.WithLabelValues(cause).Inc()
+	}
 }
 
 // SetAdmissionSource makes scrapes report admission running, queued, slots
@@ -338,6 +421,18 @@ func (m *Metrics) JobFinished(state string) {
 func (m *Metrics) ObserveRequest(route string, status int, d time.Duration) {
 	if m != nil {
 		m.requests.WithLabelValues(route, strconv.Itoa(status)).Observe(d.Seconds())
+	}
+}
+
+// DeclareRoutes makes the request series of each route (a registered
+// pattern) exist at zero for the answer the dashboard and the alerts
+// read (200), so their panels and rates have data from the first scrape.
+func (m *Metrics) DeclareRoutes(routes ...string) {
+	if m == nil {
+		return
+	}
+	for _, r := range routes {
+		m.requests.WithLabelValues(r, "200")
 	}
 }
 

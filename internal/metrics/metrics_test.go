@@ -341,6 +341,50 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.ObserveRequest("/healthz", 200, time.Millisecond)
 	m.JobAccepted()
 	m.JobFinished("failed")
+	m.KnownDiagrams([]string{"mermaid"}, []string{"drawn"}, []string{"worn"})
+	m.DiagramDrawn("mermaid", "drawn")
+	m.ObserveDiagramDraw("mermaid", time.Second)
+	m.BrowserRetired("worn")
+}
+
+// TestDiagrams: the diagram series exist at 0 for the known labels and
+// count what they are told.
+func TestDiagrams(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.KnownDiagrams([]string{"mermaid", "graphviz"}, []string{"drawn", "invalid"}, []string{"worn", "crashed"})
+	for _, tc := range []struct {
+		c    prometheus.Collector
+		want float64
+	}{
+		{m.diagrams.WithLabelValues("graphviz", "invalid"), 0},
+		{m.browsersEnded.WithLabelValues("crashed"), 0},
+	} {
+		if got := testutil.ToFloat64(tc.c); got != tc.want {
+			t.Errorf("known series = %v, want %v", got, tc.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.diagrams); n != 4 {
+		t.Errorf("outprint_diagram_diagrams_total has %d series after KnownDiagrams, want 4 (2 engines × 2 outcomes)", n)
+	}
+	m.DiagramDrawn("mermaid", "drawn")
+	m.DiagramDrawn("mermaid", "drawn")
+	m.ObserveDiagramDraw("mermaid", 300*time.Millisecond)
+	m.BrowserRetired("crashed")
+	if got := testutil.ToFloat64(m.diagrams.WithLabelValues("mermaid", "drawn")); got != 2 {
+		t.Errorf("diagrams{mermaid,drawn} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.browsersEnded.WithLabelValues("crashed")); got != 1 {
+		t.Errorf("browser restarts{crashed} = %v, want 1", got)
+	}
+	h := gather(t, reg)["outprint_diagram_draw_duration_seconds"]
+	var count uint64
+	for _, mt := range h.GetMetric() {
+		count += mt.GetHistogram().GetSampleCount()
+	}
+	if count != 1 {
+		t.Errorf("outprint_diagram_draw_duration_seconds has %d samples, want 1", count)
+	}
 }
 
 // Every metric passes Prometheus' own naming and help lint.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -26,8 +25,8 @@ const attachmentPath = "/api/attachments.redirect"
 //
 // Like an images.Source it returns at most limits.MaxImageBytes+1 bytes, a
 // larger attachment cut there so the caller sees it is too large. Outline's
-// refusals are *APIError (403 authorization_error, 404 not_found); a
-// failing Outline or storage is ErrUnavailable.
+// refusals are *APIError (ErrForbidden, ErrNotFound); a failing Outline or
+// storage is ErrUnavailable.
 func (c *Client) Attachment(ctx context.Context, accessToken, pathAndQuery string) ([]byte, error) {
 	id, err := redirectID(pathAndQuery, attachmentPath)
 	if err != nil {
@@ -171,13 +170,13 @@ func (s *ImageSource) imageError(ctx context.Context, data []byte, err error) ([
 	if err == nil {
 		return data, nil
 	}
-	var api *APIError
 	switch {
 	case ctx.Err() != nil && !errors.Is(err, fetch.ErrTimeout):
 		return nil, err
-	case errors.As(err, &api) && (api.Status == http.StatusNotFound || api.Status == http.StatusBadRequest):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadID):
 		return nil, fmt.Errorf("%w: %w", images.ErrNotFound, err)
-	case errors.As(err, &api) && api.Status != http.StatusTooManyRequests:
+	case errors.Is(err, ErrNoSession), errors.Is(err, ErrSuspended), errors.Is(err, ErrForbidden),
+		errors.Is(err, ErrPaymentRequired), errors.Is(err, ErrUnexpected):
 		return nil, fmt.Errorf("%w: %w", images.ErrNotAllowed, err)
 	}
 	return nil, fmt.Errorf("%w: %w", images.ErrUnavailable, err)

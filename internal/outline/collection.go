@@ -27,8 +27,9 @@ const maxTreeDepth = 64
 
 // Collection asks Outline for a collection and its tree as the reader
 // (POST /api/collections.info and /api/collections.documents). id is a
-// UUID or a urlId; anything else is refused as 400 without asking Outline.
-// A reader without access gets Outline's 403, as for a document.
+// UUID or a urlId; anything else is ErrBadID without asking Outline. A
+// reader without access gets Outline's 403 (ErrForbidden), as for a
+// document.
 func (c *Client) Collection(ctx context.Context, accessToken, id string) (*Collection, error) {
 	if !ValidCollectionID(id) {
 		return nil, errBadID("the collection id is not a UUID or urlId")

@@ -41,17 +41,11 @@ func ValidToken(tok string) bool {
 	if tok == "" || len(tok) > maxTokenBytes || strings.HasPrefix(tok, "ol_api_") {
 		return false
 	}
-	for i := 0; i < len(tok); i++ {
-		c := tok[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=':
-		default:
-			return false
-		}
-	}
-	return true
+	return strings.Trim(tok, tokenChars) == "" // every byte one of tokenChars
 }
+
+// tokenChars are the bytes a session token may have.
+const tokenChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~+/="
 
 // TokenFromRequest returns the reader's accessToken cookie from an incoming
 // request, or "" when there is none or it is not a valid token. Only this

@@ -12,9 +12,9 @@
 //
 // Every call goes through a fetch.Client, whose dial guard allows Outline's
 // own host even on a private address and nothing else internal; answers are
-// size-capped and time-bounded. Errors are *APIError (Outline refused: 4xx
-// with its error code), ErrUnavailable (Outline could not be asked),
-// ErrNoDownload and ErrTooLarge, for the HTTP layer to map.
+// size-capped and time-bounded. Errors are the sentinels of errors.go
+// (Outline's own refusals an *APIError matching one), for the HTTP layer
+// to map.
 package outline
 
 import (
@@ -108,8 +108,8 @@ type User struct {
 }
 
 // AuthInfo asks Outline who owns accessToken (POST /api/auth.info). A
-// missing or malformed token is refused as 401 without asking Outline; a
-// suspended user is an *APIError 403 user_suspended.
+// missing or malformed token is ErrNoSession without asking Outline; a
+// suspended user is ErrSuspended.
 func (c *Client) AuthInfo(ctx context.Context, accessToken string) (*User, error) {
 	var data struct {
 		User struct {
@@ -137,7 +137,7 @@ func (c *Client) AuthInfo(ctx context.Context, accessToken string) (*User, error
 		return nil, fmt.Errorf("%w: auth.info: the answer names no user", ErrUnavailable)
 	}
 	if u.IsSuspended {
-		return nil, &APIError{Status: 403, Code: CodeUserSuspended, Message: "the user is suspended"}
+		return nil, fmt.Errorf("auth.info: %w", ErrSuspended)
 	}
 	return &User{
 		ID: u.ID, Name: u.Name, Email: u.Email, Role: u.Role, Language: u.Language,
@@ -178,7 +178,7 @@ type Document struct {
 
 // Document fetches a document as the reader (POST /api/documents.info,
 // without x-api-version so that text is Markdown). id is a UUID, urlId or
-// slug-urlId; a malformed id is refused as 400 without asking Outline.
+// slug-urlId; a malformed id is ErrBadID without asking Outline.
 //
 // When the reader may read but not download the document, Document returns
 // the document together with an error wrapping ErrNoDownload, so that

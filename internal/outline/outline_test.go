@@ -110,6 +110,7 @@ func outlineHits(s *outlinetest.Server) []outlinetest.Hit {
 }
 
 func TestAuthInfo(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	u, err := f.c.AuthInfo(context.Background(), f.jane.Token)
 	if err != nil {
@@ -129,6 +130,7 @@ func TestAuthInfo(t *testing.T) {
 }
 
 func TestAuthInfoErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	tests := []struct {
 		name, token string
@@ -152,20 +154,27 @@ func TestAuthInfoErrors(t *testing.T) {
 		f.s.ResetHits()
 		_, err := f.c.AuthInfo(context.Background(), tt.token)
 		var api *APIError
-		if !errors.As(err, &api) || api.Status != tt.status || api.Code != tt.code {
+		if !tt.asked {
+			// Refused without asking: the sentinel alone, never an answer
+			// Outline did not send.
+			if !errors.Is(err, ErrNoSession) || errors.As(err, &api) {
+				t.Errorf("%s: AuthInfo = %v, want ErrNoSession and no *APIError", tt.name, err)
+			}
+		} else if !errors.As(err, &api) || api.Status != tt.status || api.Code != tt.code || !errors.Is(err, api.sentinel()) {
 			t.Errorf("%s: AuthInfo = %v, want *APIError %d %s", tt.name, err, tt.status, tt.code)
 			continue
 		}
 		if asked := len(f.s.Hits()) > 0; asked != tt.asked {
 			t.Errorf("%s: Outline asked = %v, want %v", tt.name, asked, tt.asked)
 		}
-		if tt.code == CodeRateLimited && api.RetryAfter != 42*time.Second {
-			t.Errorf("%s: RetryAfter = %v, want 42s", tt.name, api.RetryAfter)
+		if tt.code == CodeRateLimited && (RetryAfter(err) != 42*time.Second || !errors.Is(err, ErrRateLimited)) {
+			t.Errorf("%s: RetryAfter = %v (%v), want 42s and ErrRateLimited", tt.name, RetryAfter(err), err)
 		}
 	}
 }
 
 func TestDocument(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	for _, id := range []string{f.doc.ID, f.doc.URLID, "welcome-" + f.doc.URLID, strings.ToUpper(f.doc.ID)} {
 		f.s.ResetHits()
@@ -195,26 +204,28 @@ func TestDocument(t *testing.T) {
 }
 
 func TestDocumentErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	tests := []struct {
 		name, token, id string
 		status          int
 		code            string
+		sentinel        error
 	}{
-		{"unknown", f.jane.Token, "c0ffee00-0000-4000-8000-000000000000", 404, CodeNotFound},
-		{"unknown urlId", f.jane.Token, "zzzzzzzzzz", 404, CodeNotFound},
-		{"another team's document", f.jane.Token, f.alien.ID, 403, CodeAuthorization},
-		{"reader of another team", f.outsider.Token, f.doc.ID, 403, CodeAuthorization},
-		{"no access", f.bob.Token, f.private.ID, 403, CodeAuthorization},
-		{"suspended", f.suspended.Token, f.doc.ID, 403, CodeUserSuspended},
-		{"bad token", "tok.nobody", f.doc.ID, 401, CodeAuthenticationRequired},
-		{"rate limited", f.ratelimited.Token, f.doc.ID, 429, CodeRateLimited},
+		{"unknown", f.jane.Token, "c0ffee00-0000-4000-8000-000000000000", 404, CodeNotFound, ErrNotFound},
+		{"unknown urlId", f.jane.Token, "zzzzzzzzzz", 404, CodeNotFound, ErrNotFound},
+		{"another team's document", f.jane.Token, f.alien.ID, 403, CodeAuthorization, ErrForbidden},
+		{"reader of another team", f.outsider.Token, f.doc.ID, 403, CodeAuthorization, ErrForbidden},
+		{"no access", f.bob.Token, f.private.ID, 403, CodeAuthorization, ErrForbidden},
+		{"suspended", f.suspended.Token, f.doc.ID, 403, CodeUserSuspended, ErrSuspended},
+		{"bad token", "tok.nobody", f.doc.ID, 401, CodeAuthenticationRequired, ErrNoSession},
+		{"rate limited", f.ratelimited.Token, f.doc.ID, 429, CodeRateLimited, ErrRateLimited},
 	}
 	for _, tt := range tests {
 		d, err := f.c.Document(context.Background(), tt.token, tt.id)
 		var api *APIError
-		if !errors.As(err, &api) || api.Status != tt.status || api.Code != tt.code || d != nil {
-			t.Errorf("%s: Document = %v, %v; want *APIError %d %s", tt.name, d, err, tt.status, tt.code)
+		if !errors.As(err, &api) || api.Status != tt.status || api.Code != tt.code || d != nil || !errors.Is(err, tt.sentinel) {
+			t.Errorf("%s: Document = %v, %v; want *APIError %d %s (%v)", tt.name, d, err, tt.status, tt.code, tt.sentinel)
 		}
 	}
 	// Jane may read the private document; Bob may not (above).
@@ -224,6 +235,7 @@ func TestDocumentErrors(t *testing.T) {
 }
 
 func TestDocumentNoDownload(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	d, err := f.c.Document(context.Background(), f.jane.Token, f.noDL.ID)
 	if !errors.Is(err, ErrNoDownload) {
@@ -235,13 +247,14 @@ func TestDocumentNoDownload(t *testing.T) {
 }
 
 func TestMalformedIDsNeverSent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	for _, id := range []string{"", "short", "has space-hDYep1TPAM", "../../etc/passwd", "hDYep1TPAM/edit",
 		"hDYep1TPAMxxxxxxxxx", "é-hDYep1TPAM", strings.Repeat("a-", 200) + "hDYep1TPAM"} {
 		_, err := f.c.Document(context.Background(), f.jane.Token, id)
 		var api *APIError
-		if !errors.As(err, &api) || api.Status != 400 || api.Code != CodeValidation {
-			t.Errorf("Document(%q) = %v, want *APIError 400 validation_error", id, err)
+		if !errors.Is(err, ErrBadID) || errors.As(err, &api) {
+			t.Errorf("Document(%q) = %v, want ErrBadID and no *APIError (Outline was not asked)", id, err)
 		}
 	}
 	if h := f.s.Hits(); len(h) != 0 {
@@ -251,8 +264,8 @@ func TestMalformedIDsNeverSent(t *testing.T) {
 	var out struct{}
 	_, err := f.c.post(context.Background(), f.jane.Token, "documents.info", map[string]string{"id": "not valid!"}, maxAPIBytes, &out)
 	var api *APIError
-	if !errors.As(err, &api) || api.Status != 400 || api.Code != CodeValidation {
-		t.Errorf("documents.info(malformed) = %v, want *APIError 400 validation_error", err)
+	if !errors.As(err, &api) || api.Status != 400 || api.Code != CodeValidation || !errors.Is(err, ErrBadID) {
+		t.Errorf("documents.info(malformed) = %v, want *APIError 400 validation_error (ErrBadID)", err)
 	}
 }
 
@@ -261,6 +274,7 @@ func TestMalformedIDsNeverSent(t *testing.T) {
 // in the places Outline prefers over the cookie; Outline must see Bob's
 // cookie and nothing else, and answer as Bob.
 func TestOnlyTheCookieReachesOutline(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	in := httptest.NewRequest("GET", "/render/"+f.doc.URLID+"?token="+f.jane.Token, nil)
 	in.Header.Set("Authorization", "Bearer "+f.jane.Token)
@@ -305,6 +319,7 @@ func TestOnlyTheCookieReachesOutline(t *testing.T) {
 // a token parameter over the cookie, and answers ProseMirror JSON with
 // x-api-version 3.
 func TestFakeHonoursOutlineTokenOrder(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	post := func(path, body string, h map[string]string) map[string]any {
 		req, _ := http.NewRequest("POST", f.s.Outline.URL+path, strings.NewReader(body))
@@ -318,9 +333,11 @@ func TestFakeHonoursOutlineTokenOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // only read
 		var out map[string]any
-		json.NewDecoder(resp.Body).Decode(&out)
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("POST %s: %v", path, err)
+		}
 		return out
 	}
 	userID := func(out map[string]any) any {
@@ -348,6 +365,7 @@ func TestFakeHonoursOutlineTokenOrder(t *testing.T) {
 }
 
 func TestOutlineUnavailable(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil, WithTimeout(300*time.Millisecond))
 	for _, status := range []int{500, 502, 503, 504, 404, 401} {
 		f.s.SetFailure(status)
@@ -383,7 +401,9 @@ func TestOutlineUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	down, _ := url.Parse("http://" + l.Addr().String())
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	c := NewClient(down, fetch.New(fetch.Config{Outline: down}))
 	_, err = c.AuthInfo(context.Background(), f.jane.Token)
 	if !errors.Is(err, ErrUnavailable) {
@@ -394,6 +414,7 @@ func TestOutlineUnavailable(t *testing.T) {
 // TestDecoding runs the client against hand-written answers: lenient where
 // Outline adds fields, strict where the answer is not Outline's.
 func TestDecoding(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	answer := func(w http.ResponseWriter, r *http.Request) {}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -413,7 +434,9 @@ func TestDecoding(t *testing.T) {
 				w.Header().Set(k, v)
 			}
 			w.WriteHeader(status)
-			io.WriteString(w, body)
+			// A failed write shows on the client's side, which is what
+			// the test reads.
+			_, _ = io.WriteString(w, body)
 		}
 	}
 	const id = "9bcbf864-1090-4eb6-ba05-4da0c3a5c58e"
@@ -480,8 +503,8 @@ func TestDecoding(t *testing.T) {
 	// A user flagged suspended in a 200 answer is still refused.
 	set(200, `{"data":{"user":{"id":"u","isSuspended":true},"team":{"id":"t"}},"ok":true}`, nil)
 	var api *APIError
-	if _, err := c.AuthInfo(context.Background(), "tok"); !errors.As(err, &api) || api.Code != CodeUserSuspended {
-		t.Errorf("isSuspended true: AuthInfo = %v, want *APIError user_suspended", err)
+	if _, err := c.AuthInfo(context.Background(), "tok"); !errors.Is(err, ErrSuspended) || errors.As(err, &api) {
+		t.Errorf("isSuspended true: AuthInfo = %v, want ErrSuspended (Outline answered 200, no *APIError)", err)
 	}
 	// Retry-After as an HTTP date.
 	set(429, `{"ok":false,"error":"rate_limit_exceeded","status":429,"message":"slow down"}`,
@@ -507,6 +530,7 @@ func TestDecoding(t *testing.T) {
 }
 
 func TestAttachment(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *fetch.Config) { c.Timeout = 500 * time.Millisecond })
 	png := []byte("\x89PNG\r\n\x1a\nfake")
 	stored := f.s.AddAttachment(outlinetest.Attachment{Body: png})
@@ -540,6 +564,7 @@ func TestAttachment(t *testing.T) {
 }
 
 func TestAttachmentErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *fetch.Config) { c.Timeout = 300 * time.Millisecond })
 	foreign := f.s.AddAttachment(outlinetest.Attachment{Body: []byte("x"), TeamID: "team-other"})
 	slow := f.s.AddAttachment(outlinetest.Attachment{Body: []byte("x"), Delay: 10 * time.Second})
@@ -548,15 +573,15 @@ func TestAttachmentErrors(t *testing.T) {
 
 	var api *APIError
 	_, err := f.c.Attachment(context.Background(), f.jane.Token, "/api/attachments.redirect?id=c0ffee00-0000-4000-8000-000000000000")
-	if !errors.As(err, &api) || api.Status != 404 || api.Code != CodeNotFound {
+	if !errors.As(err, &api) || api.Status != 404 || api.Code != CodeNotFound || !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown: Attachment = %v, want *APIError 404", err)
 	}
 	_, err = f.c.Attachment(context.Background(), f.jane.Token, foreign)
-	if !errors.As(err, &api) || api.Status != 403 || api.Code != CodeAuthorization {
+	if !errors.As(err, &api) || api.Status != 403 || api.Code != CodeAuthorization || !errors.Is(err, ErrForbidden) {
 		t.Errorf("other team: Attachment = %v, want *APIError 403", err)
 	}
 	_, err = f.c.Attachment(context.Background(), f.suspended.Token, foreign)
-	if !errors.As(err, &api) || api.Code != CodeUserSuspended {
+	if !errors.As(err, &api) || api.Code != CodeUserSuspended || !errors.Is(err, ErrSuspended) {
 		t.Errorf("suspended: Attachment = %v, want *APIError user_suspended", err)
 	}
 	for name, path := range map[string]string{"slow": slow, "failing": failing, "expired": expired} {
@@ -579,8 +604,8 @@ func TestAttachmentErrors(t *testing.T) {
 	for _, p := range []string{"/api/attachments.redirect?id=nope", "/api/attachments.redirect",
 		"/api/files.get?key=x", "/api/attachments.redirect?id=a&id=b", "https://evil.test/api/attachments.redirect?id=c0ffee00-0000-4000-8000-000000000000"} {
 		_, err := f.c.Attachment(context.Background(), f.jane.Token, p)
-		if !errors.As(err, &api) || api.Status != 400 {
-			t.Errorf("Attachment(%q) = %v, want *APIError 400", p, err)
+		if !errors.Is(err, ErrBadID) || errors.As(err, &api) {
+			t.Errorf("Attachment(%q) = %v, want ErrBadID and no *APIError", p, err)
 		}
 	}
 	if h := f.s.Hits(); len(h) != 0 {
@@ -593,6 +618,7 @@ func TestAttachmentErrors(t *testing.T) {
 // addresses, everything else refused, and every refused address never
 // reached.
 func TestImageSource(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *fetch.Config) {
 		c.Timeout = 300 * time.Millisecond
 		c.AllowHosts = append(c.AllowHosts, outlinetest.PrivateHost, outlinetest.MetadataHost,
@@ -696,6 +722,7 @@ func TestImageSource(t *testing.T) {
 }
 
 func TestConcurrentReaders(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	readers := []outlinetest.User{f.jane, f.bob}
 	var wg sync.WaitGroup
@@ -723,6 +750,7 @@ func TestConcurrentReaders(t *testing.T) {
 }
 
 func TestValidDocumentID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		id   string
 		want bool
@@ -753,6 +781,7 @@ func TestValidDocumentID(t *testing.T) {
 }
 
 func TestTokenFromRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		cookie string
 		want   string

@@ -66,6 +66,7 @@ func newWorkspace(t *testing.T) *workspace {
 // TestRecordedReaders is the list, against the fake answering as
 // the recordings show: who may print what.
 func TestRecordedReaders(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t)
 	ctx := context.Background()
 	slugged := "gallery-" + w.gallery.URLID
@@ -99,7 +100,7 @@ func TestRecordedReaders(t *testing.T) {
 			if err != nil || !d.CanDownload {
 				t.Errorf("%s: Document = %+v, %v; want a downloadable document", tt.name, d, err)
 			}
-		case !errors.As(err, &api) || api.Status != tt.status || api.Code != tt.code:
+		case !errors.As(err, &api) || api.Status != tt.status || api.Code != tt.code || !errors.Is(err, api.sentinel()):
 			t.Errorf("%s: Document = %v, want *APIError %d %s", tt.name, err, tt.status, tt.code)
 		}
 	}
@@ -134,7 +135,7 @@ func TestRecordedReaders(t *testing.T) {
 	w.s.SetPaymentRequired(true)
 	_, err = w.c.Document(ctx, w.bob.Token, w.gallery.ID)
 	var api *APIError
-	if !errors.As(err, &api) || api.Status != 402 || api.Code != CodePaymentRequired || errors.Is(err, ErrUnavailable) {
+	if !errors.As(err, &api) || api.Status != 402 || api.Code != CodePaymentRequired || errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrPaymentRequired) {
 		t.Errorf("payment required: Document = %v, want *APIError 402 payment_required", err)
 	}
 }
@@ -154,7 +155,7 @@ func rawCall(t *testing.T, s *outlinetest.Server, token, method string, in any) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only read
 	body, _ := io.ReadAll(resp.Body)
 	var m map[string]any
 	if err := json.Unmarshal(body, &m); err != nil {
@@ -189,6 +190,7 @@ func shape(prefix string, v any, out map[string]string) {
 // recording of the same call: the same status and the same keys with the
 // same JSON types (values differ: ids, names, texts are the fake's).
 func TestFakeAnswersAsRecorded(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t)
 	tests := []struct {
 		recording, token, method string
@@ -260,6 +262,7 @@ func TestFakeAnswersAsRecorded(t *testing.T) {
 
 // TestCollectionTree reads the recorded-shape tree of collections.documents.
 func TestCollectionTree(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t)
 	ans := rawCall(t, w.s, w.alice.Token, "collections.documents", map[string]string{"id": w.everyone.ID})
 	var titles []string

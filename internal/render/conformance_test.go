@@ -12,6 +12,7 @@ import (
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/markdown"
+	"github.com/outprint/outprint/internal/script"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
 )
@@ -55,7 +56,7 @@ func TestCommonMarkExamples(t *testing.T) {
 	type converted struct {
 		n       int
 		body    string
-		scripts markdown.Scripts
+		scripts script.Set
 	}
 	var all []converted
 	for i, ex := range examples {
@@ -79,7 +80,7 @@ func TestCommonMarkExamples(t *testing.T) {
 	var typeset func(batch []converted) error
 	typeset = func(batch []converted) error {
 		var body strings.Builder
-		var scripts markdown.Scripts
+		var scripts script.Set
 		for _, c := range batch {
 			fmt.Fprintf(&body, "\\clearpage\nOPEXAMPLE%dEND\\par\n%s\n", c.n, c.body)
 			scripts |= c.scripts
@@ -92,7 +93,9 @@ func TestCommonMarkExamples(t *testing.T) {
 			return err
 		}
 		path := filepath.Join(t.TempDir(), "batch.pdf")
-		os.WriteFile(path, res.PDF, 0o644)
+		if err := os.WriteFile(path, res.PDF, 0o644); err != nil {
+			return err
+		}
 		text := inspectPDFPath(t, path)
 		for _, c := range batch {
 			if !strings.Contains(text, fmt.Sprintf("OPEXAMPLE%dEND", c.n)) {

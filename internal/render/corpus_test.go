@@ -142,7 +142,7 @@ func TestCorpusHostile(t *testing.T) {
 	dir := filepath.Join(corpusDir(t), "hostile")
 	p := newPipeline(t)
 	pwned := "/tmp/outprint-pwned"
-	os.Remove(pwned)
+	_ = os.Remove(pwned)
 
 	t.Run("tex-injection.md", func(t *testing.T) {
 		res, err := renderFile(t, p, filepath.Join(dir, "tex-injection.md"))

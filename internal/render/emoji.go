@@ -58,7 +58,7 @@ func (s emojiSource) Open(_ context.Context, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	return io.ReadAll(io.LimitReader(f, maxEmojiSVG))
 }
 

@@ -599,7 +599,7 @@ func TestWarmPoolTypefaces(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tex.NewPool: %v", err)
 	}
-	defer pool.Close(context.Background())
+	defer func() { _ = pool.Close(context.Background()) }()
 	p := New(Config{Engine: pool, TempDir: t.TempDir()})
 	md := "# Warm\n\nInline $x^2$ and हिन्दी and தமிழ்.\n"
 	for i := 0; i < 2; i++ { // the second render finds the process warm

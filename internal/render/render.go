@@ -10,21 +10,29 @@
 //	Fetch   fetch and validate images (the user is counted before this).
 //	Render  convert images, write LaTeX, run TeX, check pages and size
 //	        (a slot is taken before this).
+//
+// A document's problems are reported all at once (SPEC §5): the Binding's,
+// the formulas' and the scripts' that Check finds come back from Fetch
+// with those of the images, in one error list.
 package render
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/outprint/outprint/internal/binding"
+	"github.com/outprint/outprint/internal/diagram"
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/markdown"
+	"github.com/outprint/outprint/internal/script"
 	"github.com/outprint/outprint/internal/tex"
 )
 
@@ -106,6 +114,17 @@ type Config struct {
 	// EmojiDir is the emoji image set (default DefaultEmojiDir; "-":
 	// none). Without a set, emoji are the emoji font's outlines.
 	EmojiDir string
+	// Diagrams draws the document's Mermaid and Graphviz fences
+	// (*diagram.Drawer). Nil: diagrams are off and such fences print as
+	// code, on purpose (the diagrams.enabled setting).
+	Diagrams Drawer
+}
+
+// Drawer draws a document's diagrams (*diagram.Drawer): Check refuses what
+// cannot be drawn without starting anything, Draw draws them in order.
+type Drawer interface {
+	Check(ds []diagram.Diagram) error
+	Draw(ctx context.Context, ds []diagram.Diagram) ([]diagram.Drawing, error)
 }
 
 // defaultSVGCacheBytes is the default of Config.SVGCacheBytes: thousands
@@ -121,22 +140,13 @@ type Pipeline struct {
 	svgs    *images.SVGCache
 	// emojiDir is the emoji image set, "" when there is none.
 	emojiDir string
+	// diagrams draws diagrams; nil when they are off.
+	diagrams Drawer
 }
 
 // New returns a pipeline for cfg.
 func New(cfg Config) *Pipeline {
-	l := cfg.Limits
-	d := limits.DefaultRender()
-	if l.Timeout <= 0 {
-		l.Timeout = d.Timeout
-	}
-	if l.MaxPages <= 0 || l.MaxPages > d.MaxPages {
-		l.MaxPages = d.MaxPages
-	}
-	if l.MaxPDFBytes <= 0 || l.MaxPDFBytes > d.MaxPDFBytes {
-		l.MaxPDFBytes = d.MaxPDFBytes
-	}
-	p := &Pipeline{engine: cfg.Engine, limits: l, tempDir: cfg.TempDir}
+	p := &Pipeline{engine: cfg.Engine, limits: cfg.Limits.WithDefaults(), tempDir: cfg.TempDir, diagrams: cfg.Diagrams}
 	switch cfg.EmojiDir {
 	case "":
 		p.emojiDir = EmojiSet(DefaultEmojiDir)
@@ -161,6 +171,10 @@ type Checked struct {
 	req  Request
 	doc  *markdown.Document
 	meta markdown.Meta
+	// problems are what Check found wrong with the Binding and the text;
+	// Fetch reports them with the images' (the document is never
+	// written).
+	problems []limits.Problem
 	// paper is not part of markdown.Meta because it selects the preamble
 	// (the warm pool's profile), not the body.
 	paper string
@@ -169,8 +183,21 @@ type Checked struct {
 // Title is the title the PDF will carry.
 func (c *Checked) Title() string { return c.meta.Title }
 
+// Err is the error list of the problems Check found in the Binding and
+// the text (nil when there are none), for callers that stop at the cheap
+// checks — a status page, say — where Fetch would add the images'.
+func (c *Checked) Err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	return limits.Invalid(slices.Clone(c.problems)...)
+}
+
 // Check runs the cheap checks: Markdown size, Binding and the math
-// allowlist. It reads nothing and holds nothing.
+// allowlist. It reads nothing and holds nothing. It fails for what keeps
+// the document from being read at all (size, nesting); the problems of a
+// document it can read (Binding fields, formulas, scripts) Fetch reports
+// together with its images'.
 func (p *Pipeline) Check(req Request) (*Checked, error) {
 	if max := maxMarkdown(req.Parts); len(req.Markdown) > max {
 		return nil, limits.TooLargeThan(int64(len(req.Markdown)), int64(max))
@@ -180,8 +207,9 @@ func (p *Pipeline) Check(req Request) (*Checked, error) {
 		// Outline's text has no front matter: a leading --- is a rule.
 		parse = binding.ParseMetadata
 	}
+	var problems []limits.Problem
 	bd, err := parse(req.Markdown, req.Metadata)
-	if err != nil {
+	if err != nil && (bd == nil || !documentProblems(err, &problems)) {
 		return nil, err
 	}
 	b := bd.Binding
@@ -197,15 +225,33 @@ func (p *Pipeline) Check(req Request) (*Checked, error) {
 		b.Merge(def)
 	}
 	opts.Dialect = markdown.Dialect(b.Dialect) // "" is CommonMark
+	if p.diagrams != nil {
+		opts.Diagram = isDiagram
+	}
 	doc, err := markdown.Parse(bd.Body, opts)
-	if err != nil {
+	if err != nil && (doc == nil || !documentProblems(err, &problems)) {
+		return nil, err
+	}
+	if err := p.checkDiagrams(doc, req.Parts); err != nil && !documentProblems(err, &problems) {
 		return nil, err
 	}
 	paper := b.Paper
 	if paper == "" {
 		paper = "a4"
 	}
-	return &Checked{req: req, doc: doc, meta: resolveMeta(b, doc, req.Name), paper: paper}, nil
+	return &Checked{req: req, doc: doc, meta: resolveMeta(b, doc, req.Name), paper: paper, problems: problems}, nil
+}
+
+// documentProblems adds the problems of err to list when err is the error
+// list of a document (a *limits.Error of kind document), and reports
+// whether it was.
+func documentProblems(err error, list *[]limits.Problem) bool {
+	var le *limits.Error
+	if !errors.As(err, &le) || le.Kind != limits.KindDocument {
+		return false
+	}
+	*list = append(*list, le.Problems...)
+	return true
 }
 
 // resolveMeta applies the defaults of SPEC §2.
@@ -244,6 +290,15 @@ type Prepared struct {
 	images *images.Set
 }
 
+// Request returns the request p was checked from, its images replaced by
+// those fetched and validated: what a remote worker needs to render p
+// (cluster.Bundle), with nothing left to fetch.
+func (p *Prepared) Request() Request {
+	r := p.req
+	r.Images = p.images.Assets()
+	return r
+}
+
 // Fetch fetches and validates the document's images (headers only; nothing
 // is decoded). Every bad image is listed in one *limits.Error.
 func (p *Pipeline) Fetch(ctx context.Context, c *Checked) (*Prepared, error) {
@@ -262,6 +317,17 @@ func (p *Pipeline) Fetch(ctx context.Context, c *Checked) (*Prepared, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
 	defer cancel()
 	set, err := images.LoadMax(ctx, refs, src, limits.MaxImages*max(1, c.req.Parts))
+	if len(c.problems) > 0 {
+		// The document has problems: with the images' (if checking them
+		// ended in a list; a fetch that failed otherwise adds nothing the
+		// author must fix), all of them, by line.
+		problems := slices.Clone(c.problems)
+		if err != nil {
+			documentProblems(err, &problems)
+		}
+		slices.SortStableFunc(problems, func(a, b limits.Problem) int { return cmp.Compare(a.Line, b.Line) })
+		return nil, limits.Invalid(problems...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +368,7 @@ func (p *Pipeline) run(ctx context.Context, pr *Prepared, report func(string, in
 	if err != nil {
 		return nil, nil, fmt.Errorf("image folder: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort: a folder left behind costs only disk
 	canon, err := pr.images.Convert(ctx, dir, p.svgs)
 	if err != nil {
 		return nil, nil, err
@@ -323,6 +389,17 @@ func (p *Pipeline) run(ctx context.Context, pr *Prepared, report func(string, in
 	for k, v := range emojiFiles {
 		files[k] = v
 	}
+	// The document's images as converted, which its diagrams' PDFs count
+	// with toward limits.MaxTotalImageBytes.
+	var imageBytes int64
+	for _, c := range canon {
+		if fi, err := os.Stat(filepath.Join(dir, c.File)); err == nil {
+			imageBytes += fi.Size()
+		}
+	}
+	if err := p.drawDiagrams(ctx, dir, pr.doc, pr.req.Parts, imageBytes, imgs, files); err != nil {
+		return nil, nil, err
+	}
 	// The conversion is pure CPU; LaTeXContext stops it within a block
 	// when the deadline passes or the client leaves, so the slot is free
 	// at once and no CPU is spent after either.
@@ -331,9 +408,9 @@ func (p *Pipeline) run(ctx context.Context, pr *Prepared, report func(string, in
 		return nil, nil, err
 	}
 	m := pr.meta
-	scripts := pr.doc.Scripts() | markdown.ScriptsOf(m.Title+m.Subtitle+m.Author+m.Version)
+	scripts := pr.doc.Scripts() | script.Of(m.Title+m.Subtitle+m.Author+m.Version)
 	job := tex.Job{
-		Preamble: markdown.Preamble(markdown.Profile{Paper: pr.paper, Scripts: scripts}),
+		Preamble: markdown.Preamble(markdown.Profile{Paper: pr.paper, Scripts: scripts, RTL: pr.doc.NeedsBidi(m)}),
 		Body:     out.Body,
 		Files:    files,
 		MaxPages: p.limits.MaxPages,

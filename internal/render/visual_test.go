@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outprint/outprint/internal/diagram"
 	"github.com/outprint/outprint/internal/testenv"
 )
 
@@ -60,7 +61,8 @@ func visualDocs(t *testing.T) map[string]string {
 
 func TestVisual(t *testing.T) {
 	testenv.Require(t, "pdftoppm")
-	p := newPipeline(t)
+	// With diagrams drawn, as the service draws them (examples/diagrams.md).
+	p, _ := newDiagramPipeline(t, diagram.Config{})
 	dir := filepath.Join(moduleRoot(), "testdata", "visual")
 	diffDir := filepath.Join(dir, "diff")
 	if err := os.RemoveAll(diffDir); err != nil {
@@ -82,7 +84,11 @@ func TestVisual(t *testing.T) {
 			approved, _ := filepath.Glob(filepath.Join(dir, name+"-p*.png"))
 			if *approve {
 				for _, f := range approved {
-					os.Remove(f)
+					// A page left over from a longer approval would be
+					// compared against forever.
+					if err := os.Remove(f); err != nil {
+						t.Fatal(err)
+					}
 				}
 				for i, img := range pages {
 					writePNG(t, filepath.Join(dir, fmt.Sprintf("%s-p%02d.png", name, i+1)), img)
@@ -147,7 +153,7 @@ func readGray(path string) (*image.Gray, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	img, err := png.Decode(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
@@ -37,11 +36,13 @@ func TestZygoteCorpusMatchesCold(t *testing.T) {
 	dir := corpusDir(t)
 	testenv.Require(t, "gcc")
 	cold := newPipeline(t)
-	pool, err := tex.NewPool(tex.PoolConfig{Max: 2, Runner: tex.RunnerConfig{TempDir: t.TempDir()}})
+	signals := &tex.PoolSignals{}
+	signals.Init(t)
+	pool, err := tex.NewPool(tex.PoolConfig{Max: 2, Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Signals: signals})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close(context.Background())
+	defer func() { _ = pool.Close(context.Background()) }()
 	engine := &forkCounter{pool: pool}
 	warm := New(Config{Engine: engine, TempDir: t.TempDir()})
 	for _, name := range []string{"memo.md", "handbook.md", "tables.md", "multilingual.md"} {
@@ -64,9 +65,10 @@ func TestZygoteCorpusMatchesCold(t *testing.T) {
 					got = res
 					break
 				}
-				deadline := time.Now().Add(30 * time.Second)
-				for pool.Stats().Zygotes == 0 && time.Now().Before(deadline) {
-					time.Sleep(50 * time.Millisecond)
+				// The profile's zygote warms beside the render that asked
+				// for it.
+				if pool.Stats().Zygotes == 0 {
+					signals.ZygoteWarmed.Wait(testenv.WaitTimeout)
 				}
 			}
 			if got == nil {

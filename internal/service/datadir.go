@@ -40,7 +40,7 @@ func checkWritable(dir string) error {
 	name := f.Name()
 	_, werr := f.Write([]byte("ok"))
 	cerr := f.Close()
-	os.Remove(name)
+	_ = os.Remove(name) // best effort: a leftover probe file harms nothing
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("data folder %s is not writable: %w", dir, err)
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/outprint/outprint/internal/markdown"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/script"
 	"github.com/outprint/outprint/internal/tex"
 )
 
@@ -23,6 +25,8 @@ type engine struct {
 	render.Engine
 	name  string
 	stats func() metrics.PoolStats
+	// pool is what /readyz asks whether the engine can render now.
+	pool readiness
 	// close stops every TeX process the engine keeps; Close calls it after
 	// the HTTP server and admission drained, so no render is cut off by it
 	// unless the shutdown is forced.
@@ -33,27 +37,22 @@ type engine struct {
 // it only stops idle and warming ones.
 const poolClose = 10 * time.Second
 
-// newEngine returns the warm pool (SPEC §7), sized by cfg.Pool, with the
+// newEngine returns the warm pool (SPEC §7), sized by the pool settings, with the
 // usual profile (A4, Latin) warmed ahead of the first request; other
 // profiles get warm processes from their first render on.
 func newEngine(cfg *config.Config, tmp string) (*engine, error) {
-	pool, err := tex.NewPool(tex.PoolConfig{
-		Runner: tex.RunnerConfig{
-			TempDir:     tmp,
-			Timeout:     cfg.Render.Timeout,
-			MaxPDFBytes: cfg.Render.MaxPDFBytes,
-		},
-		Min:         cfg.Pool.Min,
-		Max:         cfg.Pool.Max,
-		IdleTimeout: cfg.Pool.IdleTimeout,
-		Preambles:   []string{markdown.Preamble(markdown.Profile{Paper: "a4", Scripts: markdown.ScriptsOf("Latin")})},
-	})
+	pc := poolConfig(cfg)
+	lim := cfg.Render.Limits()
+	pc.Runner = tex.RunnerConfig{TempDir: tmp, Timeout: lim.Timeout, MaxPDFBytes: lim.MaxPDFBytes}
+	pc.Preambles = []string{markdown.Preamble(markdown.Profile{Paper: "a4", Scripts: script.Of("Latin")})}
+	pool, err := tex.NewPool(pc)
 	if err != nil {
 		return nil, err
 	}
 	return &engine{
 		Engine: pool,
 		name:   "warm pool",
+		pool:   pool,
 		stats: func() metrics.PoolStats {
 			st := pool.Stats()
 			return metrics.PoolStats{
@@ -66,7 +65,9 @@ func newEngine(cfg *config.Config, tmp string) (*engine, error) {
 		close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), poolClose)
 			defer cancel()
-			pool.Close(ctx)
+			// Its only error is poolClose running out, after which the
+			// busy renders were canceled and waited for: nothing is left.
+			_ = pool.Close(ctx)
 		},
 	}, nil
 }
@@ -117,4 +118,51 @@ func (p *texProbe) run(ctx context.Context, pl *render.Pipeline, log *slog.Logge
 		case <-time.After(probeRetry):
 		}
 	}
+}
+
+// readiness is an engine's own view of whether it can work now: the TeX
+// pool's (its warm-ups succeed), and the Office and diagram pools' as they
+// come. /readyz asks each, through a readyCache, every time it is called.
+type readiness interface {
+	Ready(ctx context.Context) error
+}
+
+// readyCacheFor is how long a readiness answer is reused: /readyz, the
+// metrics scrape and every gateway probing a worker may call it several
+// times a second, and a pool's answer changes no faster than its warm-ups.
+const readyCacheFor = time.Second
+
+// readyCache asks a pool whether it is ready at most once per
+// readyCacheFor. It is safe for concurrent use.
+type readyCache struct {
+	name string // what the error names: "TeX pool"
+	pool readiness
+	now  func() time.Time
+
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+func newReadyCache(name string, pool readiness) *readyCache {
+	return &readyCache{name: name, pool: pool, now: time.Now}
+}
+
+// ready returns the pool's answer, at most readyCacheFor old. An answer
+// cut off by ctx is not kept.
+func (c *readyCache) ready(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.now(); !c.at.IsZero() && now.Sub(c.at) < readyCacheFor && !now.Before(c.at) {
+		return c.err
+	}
+	err := c.pool.Ready(ctx)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", c.name, err)
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	c.at, c.err = c.now(), err
+	return err
 }

@@ -9,11 +9,8 @@ import (
 
 	"github.com/outprint/outprint/internal/admission"
 	"github.com/outprint/outprint/internal/config"
-	"github.com/outprint/outprint/internal/forms"
-	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/metrics"
-	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/worker"
 )
 
@@ -29,28 +26,28 @@ type jobRuntime struct {
 // hang.
 const jobStartTimeout = 30 * time.Second
 
-// openJobs opens the job database named by cfg.Database, migrates it when
-// it is SQLite (PostgreSQL is migrated by `outprint migrate`, run once per
-// deployment rather than by every replica at start), and makes the job
-// service: workers render through pipeline and r (the same Render stage as
-// synchronous renders), each holding one admission slot while it renders,
-// so jobs and synchronous renders share one budget (SPEC §7). The caller
-// Starts it, Stops it (drain) and then closes the runtime.
-func openJobs(ctx context.Context, cfg *config.Config, role Role, pipeline *render.Pipeline, r httpapi.Renderer, filler *forms.Filler,
-	adm *admission.Controller, m *metrics.Metrics, wh jobs.WebhookConfig, failpoint func(string), log *slog.Logger) (*jobRuntime, error) {
+// openJobs opens the job database named by the database setting, migrates
+// it when it is SQLite (PostgreSQL is migrated by `outprint migrate`, run
+// once per deployment rather than by every replica at start), and makes
+// the job service: its workers render through renderer (worker.Jobs; nil
+// for an insert-only gateway), each holding one admission slot while it
+// renders, so jobs and synchronous renders share one budget (SPEC §7). The
+// caller Starts it, Stops it (drain) and then closes the runtime.
+func openJobs(ctx context.Context, cfg *config.Config, renderer jobs.Renderer, adm *admission.Controller, m *metrics.Metrics,
+	wh jobs.WebhookConfig, failpoint func(string), log *slog.Logger) (*jobRuntime, error) {
 	ctx, cancel := context.WithTimeout(ctx, jobStartTimeout)
 	defer cancel()
-	db, err := jobs.Open(ctx, cfg.Database)
+	db, err := jobs.Open(ctx, databaseURL(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("job database: %w", err)
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			db.Close()
+			_ = db.Close() // the setup error is the one to report
 		}
 	}()
-	if driver, _ := cfg.DatabaseDriver(); driver == "sqlite" {
+	if driver, _ := databaseDriver(cfg); driver == "sqlite" {
 		if err := jobs.Migrate(ctx, db); err != nil {
 			return nil, fmt.Errorf("migrate %s: %w", db, err)
 		}
@@ -59,28 +56,13 @@ func openJobs(ctx context.Context, cfg *config.Config, role Role, pipeline *rend
 	if err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}
-	// A gateway inserts jobs and answers for them; workers render them.
-	// Forms jobs fill with filler; every other job renders Markdown.
-	var renderer jobs.Renderer
-	if role != RoleGateway {
-		renderer = httpapi.NewFormJobRenderer(worker.NewJobRenderer(pipeline, r), filler)
-	}
-	svc, err := jobs.New(db, st, renderer, jobs.Config{
-		TTL:        cfg.Jobs.TTL,
-		MaxWorkers: adm.Stats().Slots,
-
-		MaxQueuedPerTenant:      cfg.Jobs.MaxQueuedPerTenant,
-		MaxStoredBytesPerTenant: cfg.Jobs.MaxStoredBytesPerTenant,
-		Budget:                  worker.NewBudget(adm),
-		// Room beyond the render limit for converting images and
-		// storing the result.
-		JobTimeout:   cfg.Render.Timeout + time.Minute,
-		LeaseTimeout: cfg.Jobs.LeaseTimeout,
-		Observer:     jobObserver{m},
-		Webhooks:     wh,
-		Logger:       log,
-		Failpoint:    failpoint,
-	})
+	jc := jobsConfig(cfg)
+	jc.MaxWorkers = adm.Stats().Slots
+	jc.Budget = worker.NewBudget(adm)
+	jc.Observer, jc.Webhooks, jc.Logger, jc.Failpoint = jobObserver{m}, wh, log, failpoint
+	// A gateway (renderer nil) inserts jobs and answers for them; workers
+	// render them.
+	svc, err := jobs.New(db, st, renderer, jc)
 	if err != nil {
 		return nil, fmt.Errorf("job service: %w", err)
 	}
@@ -118,7 +100,8 @@ func (jr *jobRuntime) drain(ctx context.Context, adm *admission.Controller, log 
 }
 
 // close closes the database; call it after drain.
-func (jr *jobRuntime) close() { jr.db.Close() }
+// After drain no write is pending, so a failed close loses nothing.
+func (jr *jobRuntime) close() { _ = jr.db.Close() }
 
 // jobObserver feeds package jobs' events into the Prometheus collectors.
 type jobObserver struct{ m *metrics.Metrics }

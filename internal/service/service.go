@@ -22,26 +22,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/outprint/outprint/internal/admission"
+	"github.com/outprint/outprint/internal/cluster"
 	"github.com/outprint/outprint/internal/config"
-	"github.com/outprint/outprint/internal/fetch"
-	"github.com/outprint/outprint/internal/forms"
+	"github.com/outprint/outprint/internal/diagram"
 	"github.com/outprint/outprint/internal/httpapi"
-	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/metrics"
-	"github.com/outprint/outprint/internal/outline"
-	"github.com/outprint/outprint/internal/raster"
 	"github.com/outprint/outprint/internal/render"
-	"github.com/outprint/outprint/internal/tex"
-	"github.com/outprint/outprint/internal/web"
+	"github.com/outprint/outprint/internal/webhook"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // Role is what a process does (README, "Running on several machines").
@@ -86,7 +80,7 @@ type Options struct {
 	// SIGTERM). Nil means the grace always runs its course.
 	Hurry <-chan struct{}
 	// WrapRenderer wraps the render stage (tests hold renders at a gate).
-	WrapRenderer func(httpapi.Renderer) httpapi.Renderer
+	WrapRenderer func(worker.Renderer) worker.Renderer
 	// Failpoint is the job service's crash-test hook
 	// (jobs.Config.Failpoint); nil in the shipped binary.
 	Failpoint func(point string)
@@ -121,45 +115,37 @@ type Main struct {
 	ln     net.Listener
 	engine *engine
 	reg    *prometheus.Registry
+	mt     *metrics.Metrics
 	adm    *admission.Controller
 	pl     *render.Pipeline
+	// drawer draws diagrams for the pipeline; nil on a gateway and when
+	// diagrams are off.
+	drawer *diagram.Drawer
 	jr     *jobRuntime
-	probe  *texProbe
+	// probe renders a document at startup for /readyz; nil on a gateway,
+	// which has no TeX.
+	probe *texProbe
+	// pools are the engines /readyz asks each time (the TeX pool; none
+	// on a gateway).
+	pools []*readyCache
 	// remote is a gateway's dispatcher to its workers (nil otherwise):
 	// Run probes the workers' /readyz through it, and the gateway is
 	// ready when one of them is.
-	remote *httpapi.RemoteRenderer
-	// apiCfg is completed by Run with the jobs console, which needs
-	// the job service running.
-	apiCfg httpapi.Config
+	remote *cluster.Remote
+	// capacity runs synchronous work in the order of SPEC §4.
+	capacity *worker.Capacity
+	// listener makes the process's HTTP handler once the job service runs
+	// (the public API needs its console): the public API, or a worker's
+	// listener.
+	listener func(console http.Handler) (http.Handler, error)
+	// webhooks is the callback policy acceptance checks with.
+	webhooks *webhook.Policy
+	// keepListening is a worker's shutdown: it answers 503 while its
+	// renders finish, so gateways move on instead of seeing a dead port.
+	keepListening bool
 
 	// closers release what New acquired, in reverse order (Close).
 	closers []func() error
-}
-
-// CheckRole refuses a configuration the role cannot run on. New calls it;
-// the command calls it first to print the refusal without a log line.
-func CheckRole(role Role, cfg *config.Config) error {
-	switch role {
-	case RoleServe, "":
-		return cfg.CheckListen()
-	case RoleGateway, RoleWorker:
-	default:
-		return fmt.Errorf("unknown role %q", role)
-	}
-	if driver, _ := cfg.DatabaseDriver(); driver != "postgres" {
-		return fmt.Errorf("database (OUTPRINT_DATABASE): the %s role needs PostgreSQL, shared by gateways and workers (got %s)", role, driver)
-	}
-	if cfg.Cluster.Secret == "" {
-		return fmt.Errorf("cluster.secret (OUTPRINT_CLUSTER_SECRET): the %s role needs the cluster secret", role)
-	}
-	if role == RoleGateway {
-		if len(cfg.Gateway.Workers) == 0 {
-			return errors.New("gateway.workers (OUTPRINT_GATEWAY_WORKERS): a gateway needs at least one worker URL")
-		}
-		return cfg.CheckListen()
-	}
-	return nil
 }
 
 // New assembles the process cfg describes: it prepares the data folder,
@@ -180,209 +166,19 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *Main, err er
 	m := &Main{cfg: cfg, role: opts.Role, log: opts.Logger, opts: opts}
 	defer func() {
 		if err != nil {
-			m.Close()
+			_ = m.Close() // the construction error is the one to report
 		}
 	}()
-	role, log := m.role, m.log
-
-	tmp, err := prepareDataDir(cfg.DataDir)
+	switch m.role {
+	case RoleGateway:
+		err = m.assembleGateway(ctx)
+	case RoleWorker:
+		err = m.assembleWorker(ctx)
+	default:
+		err = m.assembleServe(ctx)
+	}
 	if err != nil {
-		return nil, &SettingError{Setting: "dataDir (OUTPRINT_DATA_DIR)", Err: err}
-	}
-	m.tmp = tmp
-	m.onClose(func() error { return os.RemoveAll(tmp) })
-
-	// Listen before any TeX process starts: a port in use is an operator's
-	// error to report at once.
-	listen, listenSetting := cfg.Listen, "listen (OUTPRINT_LISTEN)"
-	if role == RoleWorker {
-		listen, listenSetting = cfg.Worker.Listen, "worker.listen (OUTPRINT_WORKER_LISTEN)"
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, &SettingError{Setting: listenSetting, Err: err}
-	}
-	m.ln = ln
-	m.onClose(func() error {
-		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			return err
-		}
-		return nil
-	})
-
-	// A gateway runs no TeX: its Render stage is the workers.
-	m.engine = &engine{name: "workers", close: func() {}}
-	if role != RoleGateway {
-		if m.engine, err = newEngine(cfg, tmp); err != nil {
-			return nil, fmt.Errorf("TeX engine: %w", err)
-		}
-	}
-	eng := m.engine
-	m.onClose(func() error { eng.close(); return nil })
-
-	m.reg = prometheus.NewRegistry()
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	mt := metrics.New(m.reg)
-
-	admCfg := admission.Config{
-		Slots:       cfg.Admission.Slots,
-		QueueDepth:  cfg.Admission.QueueDepth,
-		PerUser:     cfg.Admission.PerUser,
-		MaxWait:     cfg.Admission.MaxWait,
-		RenderLimit: cfg.Render.Timeout,
-	}
-	if role == RoleWorker {
-		// One capacity for renders sent by gateways and queued jobs; a
-		// full worker answers busy at once (no queue): the gateways
-		// queue, and move on to another worker.
-		capacity := cfg.Worker.Capacity
-		if capacity == 0 {
-			capacity = tex.DefaultCapacity()
-		}
-		admCfg.Slots, admCfg.QueueDepth, admCfg.PerUser = capacity, 0, capacity
-	}
-	adm, err := admission.New(admCfg)
-	if err != nil {
-		return nil, &SettingError{Setting: "admission", Err: err}
-	}
-	m.adm = adm
-	mt.SetAdmissionSource(func() metrics.AdmissionStats {
-		st := adm.Stats()
-		return metrics.AdmissionStats{Slots: st.Slots, QueueDepth: st.QueueDepth, Running: st.Running, Queued: st.Queued}
-	})
-	if eng.stats != nil {
-		mt.SetPoolSource(eng.stats)
-	}
-	mt.SetMemorySource(func() metrics.MemoryStats {
-		used, limit := tex.Memory()
-		return metrics.MemoryStats{Used: used, Limit: limit}
-	})
-
-	m.pl = render.New(render.Config{Engine: eng.Engine, Limits: cfg.Render.Limits(), TempDir: tmp})
-	// Without the emoji image set renders still succeed, with emoji as
-	// black outlines: the operator learns it here, once.
-	if d := m.pl.EmojiDir(); d != "" {
-		log.Info("emoji images", "dir", d)
-	} else {
-		log.Warn("no emoji image set: emoji print as Symbola outlines; scripts/emoji.sh installs it", "dir", render.DefaultEmojiDir)
-	}
-
-	// One SSRF-safe client fetches external images from the allowed hosts
-	// and talks to Outline.
-	var (
-		remote images.Source
-		wiki   *outline.Client
-	)
-	if u := cfg.OutlineURL(); u != nil || len(cfg.Images.AllowHosts) > 0 {
-		fc := fetch.New(fetch.Config{AllowHosts: cfg.Images.AllowHosts, Outline: u})
-		m.onClose(func() error { fc.CloseIdleConnections(); return nil })
-		remote = fc.Images()
-		if u != nil {
-			wiki = outline.NewClient(u, fc)
-		}
-	}
-
-	// The probe proves, once, that a whole render works (fonts, TeX,
-	// xdvipdfmx); /readyz reports its outcome. Run starts it.
-	m.probe = &texProbe{done: role == RoleGateway} // a gateway has no TeX to probe
-
-	var renderer httpapi.Renderer = m.pl
-	if role == RoleGateway {
-		rr, err := httpapi.NewRemoteRenderer(httpapi.RemoteConfig{
-			Workers: cfg.Gateway.Workers, Secret: cfg.Cluster.Secret, MaxPDFBytes: cfg.Render.MaxPDFBytes, Logger: log,
-		})
-		if err != nil {
-			return nil, &SettingError{Setting: "gateway.workers (OUTPRINT_GATEWAY_WORKERS)", Err: err}
-		}
-		renderer = rr
-		m.remote = rr
-		mt.SetWorkerSource(func() []metrics.WorkerStatus {
-			ws := rr.Workers()
-			out := make([]metrics.WorkerStatus, len(ws))
-			for i, w := range ws {
-				out[i] = metrics.WorkerStatus{Worker: w.URL, Ready: w.Ready}
-			}
-			return out
-		})
-	}
-	if opts.WrapRenderer != nil {
-		renderer = opts.WrapRenderer(renderer)
-	}
-
-	// Forms typeset their values on the same warm pool, synchronously
-	// and as jobs. A gateway has no TeX: forms are not offered there yet
-	// (the routes answer 404), and its jobs of forms are filled by the
-	// workers, which all have a filler.
-	lim := cfg.Render.Limits()
-	var filler *forms.Filler
-	if role != RoleGateway {
-		filler, err = forms.New(forms.Config{Timeout: lim.Timeout, MaxPages: lim.MaxPages, MaxPDFBytes: lim.MaxPDFBytes}, eng)
-		if err != nil {
-			return nil, fmt.Errorf("forms: %w", err)
-		}
-	}
-
-	// Job callbacks (webhooks.go): the policy acceptance checks them
-	// with, and the delivery the job service makes.
-	policy, err := WebhookPolicy(cfg)
-	if err != nil {
-		return nil, &SettingError{Err: fmt.Errorf("webhooks: %w", err)}
-	}
-	wh, whClient, err := webhookDelivery(cfg, policy, mt)
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: %w", err)
-	}
-	m.onClose(func() error { whClient.CloseIdleConnections(); return nil })
-
-	// Jobs render through the same Render stage and hold an admission
-	// slot while they do (jobs.go). Their workers start in Run and drain
-	// in its shutdown.
-	m.jr, err = openJobs(ctx, cfg, role, m.pl, renderer, filler, adm, mt, wh, opts.Failpoint, log)
-	if err != nil {
-		return nil, fmt.Errorf("jobs (database, OUTPRINT_DATABASE): %w", err)
-	}
-	jr := m.jr
-	m.onClose(func() error { jr.close(); return nil })
-
-	ready := m.ready
-	mt.SetReadySource(func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), readyScrapeTimeout)
-		defer cancel()
-		return ready(ctx) == nil
-	})
-	site, err := web.New()
-	if err != nil {
-		return nil, fmt.Errorf("web page: %w", err)
-	}
-	// Thumbnails need pdftoppm; without it the page still works, with
-	// no previews.
-	var thumbs httpapi.Rasterizer
-	if r, err := raster.New(raster.Config{}); err != nil {
-		log.Warn("no page thumbnails", "err", err)
-	} else {
-		thumbs = r
-	}
-	m.apiCfg = httpapi.Config{
-		WorkerRole:    role == RoleWorker,
-		ClusterSecret: cfg.Cluster.Secret,
-		Pipeline:      m.pl,
-		Renderer:      renderer,
-		Admission:     adm,
-		Auth:          cfg,
-		Anonymous:     cfg.Anonymous(),
-		RemoteImages:  remote,
-		Outline:       wiki,
-		Jobs:          jr.svc,
-		Forms:         filler,
-		Ready:         ready,
-		Metrics:       promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}),
-		Observer:      mt,
-		Logger:        log,
-		Web:           site,
-		Raster:        thumbs,
-		Callbacks:     policy,
-		PublicURL:     cfg.Webhooks.PublicURL,
-		TempDir:       tmp,
+		return nil, err
 	}
 	return m, nil
 }
@@ -393,11 +189,19 @@ func (m *Main) onClose(f func() error) { m.closers = append(m.closers, f) }
 // Addr is the address the process listens on (tests listen on port 0).
 func (m *Main) Addr() net.Addr { return m.ln.Addr() }
 
-// ready is /readyz: the TeX probe passed, a gateway has a ready worker,
-// the job database answers and the data folder takes a file.
+// ready is /readyz: the TeX probe passed, the pools say they can render
+// now, a gateway has a ready worker, the job database answers and the
+// data folder takes a file.
 func (m *Main) ready(ctx context.Context) error {
-	if err := m.probe.err(); err != nil {
-		return err
+	if m.probe != nil {
+		if err := m.probe.err(); err != nil {
+			return err
+		}
+	}
+	for _, p := range m.pools {
+		if err := p.ready(ctx); err != nil {
+			return err
+		}
 	}
 	if m.remote != nil {
 		if err := m.remote.Ready(); err != nil {
@@ -407,7 +211,29 @@ func (m *Main) ready(ctx context.Context) error {
 	if err := m.jr.db.Ping(ctx); err != nil {
 		return fmt.Errorf("job database: %w", err)
 	}
-	return checkWritable(m.cfg.DataDir)
+	return checkWritable(dataDir(m.cfg))
+}
+
+// startProbes starts the probes Run owns and returns what stops them and
+// waits: the TeX probe behind /readyz (not on a gateway), which ends with
+// ctx, and a gateway's probe of its workers' /readyz
+// (cluster.Remote.Probe), which goes on through the shutdown grace, since
+// the gateway still sends renders then.
+func (m *Main) startProbes(ctx context.Context) (stop func()) {
+	var wg sync.WaitGroup
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	if m.probe != nil {
+		wg.Go(func() { m.probe.run(probeCtx, m.pl, m.log) })
+	}
+	workersCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	if m.remote != nil {
+		wg.Go(func() { m.remote.Probe(workersCtx) })
+	}
+	return func() {
+		stopProbe()
+		stopWorkers()
+		wg.Wait()
+	}
 }
 
 // Run serves until ctx ends, then shuts down (SPEC §7) within the grace
@@ -415,33 +241,8 @@ func (m *Main) ready(ctx context.Context) error {
 // job service could not start or the HTTP server stopped by itself; the
 // shutdown runs in either case. Call Run once, then Close.
 func (m *Main) Run(ctx context.Context) error {
-	log, role := m.log, m.role
-
-	// The probe is owned by Run, which stops it through probeCtx and
-	// waits for it before returning.
-	probeCtx, stopProbe := context.WithCancel(ctx)
-	var probeDone sync.WaitGroup
-	if role != RoleGateway {
-		probeDone.Add(1)
-		go func() {
-			defer probeDone.Done()
-			m.probe.run(probeCtx, m.pl, log)
-		}()
-	}
-	defer probeDone.Wait()
-	defer stopProbe()
-	if m.remote != nil {
-		// A gateway probes its workers' /readyz (httpapi.RemoteRenderer.Probe)
-		// through the shutdown grace too, since it still sends renders
-		// then: the probe ends when Run returns, after the shutdown.
-		workersCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-		probeDone.Add(1)
-		go func() {
-			defer probeDone.Done()
-			m.remote.Probe(workersCtx)
-		}()
-		defer stopWorkers()
-	}
+	log := m.log
+	defer m.startProbes(ctx)()
 
 	if err := m.jr.svc.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("jobs: %w", err)
@@ -455,9 +256,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.jr.drain(ctx, m.adm, log)
 		return fmt.Errorf("jobs: %w", err)
 	}
-	apiCfg := m.apiCfg
-	apiCfg.Console = httpapi.Console{Handler: console, Admins: m.cfg, Anonymous: m.cfg.Admin.AllowAnonymous}
-	api, err := httpapi.New(apiCfg)
+	handler, err := m.listener(console)
 	if err != nil {
 		m.jr.drain(ctx, m.adm, log)
 		return fmt.Errorf("HTTP API: %w", err)
@@ -470,7 +269,7 @@ func (m *Main) Run(ctx context.Context) error {
 	base, cancelBase := context.WithCancelCause(context.Background())
 	defer cancelBase(nil)
 	hs := &http.Server{
-		Handler:           api.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -479,11 +278,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(m.ln) }() // ends when hs shuts down
-	cfg := m.cfg
+	cfg, ac := m.cfg, m.adm.Config()
 	log.Info("listening", "addr", m.ln.Addr().String(), "url", "http://"+m.ln.Addr().String(),
-		"anonymous", cfg.Anonymous(), "api_keys", len(cfg.Auth.APIKeys), "data_dir", cfg.DataDir,
-		"slots", cfg.Admission.Slots, "queue_depth", cfg.Admission.QueueDepth, "per_user", cfg.Admission.PerUser,
-		"max_wait", cfg.Admission.MaxWait.String(), "render_timeout", cfg.Render.Timeout.String(), "engine", m.engine.name)
+		"anonymous", cfg.Anonymous(), "api_keys", len(cfg.Auth.APIKeys), "data_dir", dataDir(cfg),
+		"slots", ac.Slots, "queue_depth", ac.QueueDepth, "per_user", ac.PerUser,
+		"max_wait", ac.MaxWait.String(), "preview_slots", m.capacity.Previews().Config().Slots, "render_timeout", m.pl.Limits().Timeout.String(), "engine", m.engine.name)
 
 	var runErr error
 	select {
@@ -506,8 +305,8 @@ func (m *Main) Run(ctx context.Context) error {
 // Retry-After (SPEC §4's {"message","phase"}) at once and moves on, where a
 // closed port would look like a dead worker.
 func (m *Main) shutdown(hs *http.Server, cancelBase context.CancelCauseFunc) {
-	log, adm, grace := m.log, m.adm, m.cfg.Shutdown.Grace
-	answering := m.role == RoleWorker
+	log, adm, grace := m.log, m.adm, shutdownGrace(m.cfg)
+	answering := m.keepListening
 	st := adm.Stats()
 	log.Info("shutting down", "running", st.Running, "queued", st.Queued, "grace", grace.String())
 	// Stop accepting before the queued requests hear 503, so that a
@@ -515,9 +314,14 @@ func (m *Main) shutdown(hs *http.Server, cancelBase context.CancelCauseFunc) {
 	// (hs.Shutdown closes it again and returns that error, which is why
 	// the grace is judged by its context below, not by its result.)
 	if !answering {
-		m.ln.Close()
+		_ = m.ln.Close()
 	}
 	adm.Close()
+	// Previews waiting for a place hear 503 as renders do; a drawing
+	// finishes within its own timeout, and hs.Shutdown waits for it.
+	if m.capacity != nil {
+		m.capacity.Previews().Close()
+	}
 
 	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
@@ -543,14 +347,16 @@ func (m *Main) shutdown(hs *http.Server, cancelBase context.CancelCauseFunc) {
 		case <-graceCtx.Done():
 		}
 	}
-	if hs.Shutdown(graceCtx); graceCtx.Err() != nil {
+	_ = hs.Shutdown(graceCtx) // judged by its context, as said above
+	if graceCtx.Err() != nil {
 		st := adm.Stats()
 		log.Warn("grace period over: stopping running renders", "running", st.Running)
 		cancelBase(admission.ErrClosed)
 		forceCtx, cancelForce := context.WithTimeout(context.Background(), forcedStop)
 		defer cancelForce()
-		if hs.Shutdown(forceCtx); forceCtx.Err() != nil {
-			hs.Close()
+		_ = hs.Shutdown(forceCtx)
+		if forceCtx.Err() != nil {
+			_ = hs.Close() // the last resort; nothing is left to try
 		}
 	}
 	<-jobsDrained

@@ -15,16 +15,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/outprint/outprint/internal/config"
-	"github.com/outprint/outprint/internal/httpapi"
+	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/store"
 	"github.com/outprint/outprint/internal/testenv"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // instance is one process's Main running in the test process on a
@@ -34,61 +34,38 @@ type instance struct {
 	url  string
 	stop context.CancelFunc // what SIGTERM does: the command cancels Run's ctx
 	code chan int
-	logs *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *testenv.Buffer
+	m    *Main
 }
 
 // writeConfig writes a YAML configuration and loads it as serve does.
 func writeConfig(t *testing.T, yaml string) *config.Config {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "outprint.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path, nil)
-	if err != nil {
-		t.Fatalf("config.Load: %v", err)
-	}
-	return cfg
+	return testenv.LoadConfig(t, yaml)
 }
 
 // startService runs a serve process (New, Run, Close) on cfg until the
 // test stops it; its code is what the command would exit with.
-func startService(t *testing.T, cfg *config.Config, wrap func(httpapi.Renderer) httpapi.Renderer) *instance {
+func startService(t *testing.T, cfg *config.Config, wrap func(worker.Renderer) worker.Renderer) *instance {
 	t.Helper()
 	testenv.Require(t, "xelatex", "pdfinfo")
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &instance{t: t, stop: cancel, code: make(chan int, 1), logs: &lockedBuffer{}}
+	s := &instance{t: t, stop: cancel, code: make(chan int, 1), logs: &testenv.Buffer{}}
 	m, err := New(ctx, cfg, Options{Logger: slogJSON(s.logs), WrapRenderer: wrap})
 	if err != nil {
 		cancel()
 		t.Fatalf("New = %v\n%s", err, s.logs.String())
 	}
 	s.url = "http://" + m.Addr().String()
+	s.m = m
 	go func() { // ends when the test cancels ctx and the shutdown is done
 		code := exitOK
 		if err := m.Run(ctx); err != nil {
-			s.logs.Write([]byte("Run: " + err.Error() + "\n"))
+			_, _ = s.logs.Write([]byte("Run: " + err.Error() + "\n")) // in memory
 			code = exitInternal
 		}
 		if err := m.Close(); err != nil {
-			s.logs.Write([]byte("Close: " + err.Error() + "\n"))
+			_, _ = s.logs.Write([]byte("Close: " + err.Error() + "\n"))
 			code = exitInternal
 		}
 		s.code <- code
@@ -113,20 +90,14 @@ const (
 // waitReady polls /readyz until the startup probe has rendered.
 func (s *instance) waitReady() {
 	s.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testenv.Eventually(s.t, "/readyz to answer 200", func() bool {
 		resp, err := http.Get(s.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("/readyz never answered 200:\n%s", s.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		_ = resp.Body.Close() // only the status matters
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // metric returns the value of a metric line of /metrics, -1 when absent.
@@ -136,7 +107,7 @@ func (s *instance) metric(name string) float64 {
 	if err != nil {
 		s.t.Fatalf("GET /metrics: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
@@ -151,13 +122,7 @@ func (s *instance) metric(name string) float64 {
 
 func (s *instance) waitMetric(name string, want float64) {
 	s.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for s.metric(name) != want {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s never reached %v", name, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(s.t, fmt.Sprintf("%s to reach %v", name, want), func() bool { return s.metric(name) == want })
 }
 
 type reply struct {
@@ -181,7 +146,7 @@ func (s *instance) render(key, markdown string) <-chan reply {
 			ch <- reply{err: err}
 			return
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, err := io.ReadAll(resp.Body)
 		ch <- reply{status: resp.StatusCode, header: resp.Header, body: body, err: err}
 	}()
@@ -201,7 +166,7 @@ func (r reply) code(t *testing.T) string {
 
 // gate holds renders before the render stage until opened.
 type gate struct {
-	next    httpapi.Renderer
+	next    worker.Renderer
 	entered chan struct{}
 	release chan struct{}
 }
@@ -220,7 +185,7 @@ func newGate() *gate {
 	return &gate{entered: make(chan struct{}, 8), release: make(chan struct{})}
 }
 
-func (g *gate) wrap(next httpapi.Renderer) httpapi.Renderer { g.next = next; return g }
+func (g *gate) wrap(next worker.Renderer) worker.Renderer { g.next = next; return g }
 
 // texDescendants lists the TeX and converter processes below this test
 // process, from /proc.
@@ -301,8 +266,8 @@ func TestServeShutdown(t *testing.T) {
 	if q.err != nil || q.status != http.StatusServiceUnavailable {
 		t.Fatalf("queued request = %d %v, want 503", q.status, q.err)
 	}
-	if c := q.code(t); c != httpapi.CodeShuttingDown {
-		t.Errorf("queued request code = %q, want %q", c, httpapi.CodeShuttingDown)
+	if c := q.code(t); c != httperr.CodeShuttingDown {
+		t.Errorf("queued request code = %q, want %q", c, httperr.CodeShuttingDown)
 	}
 	if q.header.Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After")
@@ -357,8 +322,8 @@ func TestServeGraceRunsOut(t *testing.T) {
 	if r.err != nil || r.status != http.StatusServiceUnavailable {
 		t.Fatalf("render cut off by shutdown = %d %v %.200s, want 503", r.status, r.err, r.body)
 	}
-	if c := r.code(t); c != httpapi.CodeShuttingDown {
-		t.Errorf("code = %q, want %q", c, httpapi.CodeShuttingDown)
+	if c := r.code(t); c != httperr.CodeShuttingDown {
+		t.Errorf("code = %q, want %q", c, httperr.CodeShuttingDown)
 	}
 	if code := <-s.code; code != exitOK {
 		t.Errorf("serve exit code = %d, want 0", code)
@@ -405,8 +370,8 @@ func TestServeRenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), httpapi.CodeNotReady) {
+	_ = resp.Body.Close() // read to the end already
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), httperr.CodeNotReady) {
 		t.Errorf("/readyz without a data folder = %d %s, want 503 not_ready", resp.StatusCode, body)
 	}
 	if !strings.Contains(s.logs.String(), "not writable") {
@@ -441,7 +406,7 @@ func (s *instance) submit(markdown string) jobReply {
 	if err != nil {
 		s.t.Fatalf("POST /v1/jobs: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	var j jobReply
 	if resp.StatusCode != http.StatusAccepted || json.Unmarshal(body, &j) != nil || j.ID == "" {
@@ -456,7 +421,7 @@ func (s *instance) job(id string) jobReply {
 	if err != nil {
 		s.t.Fatalf("GET job: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var j jobReply
 	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil || resp.StatusCode != http.StatusOK {
 		s.t.Fatalf("GET job = %d, %v", resp.StatusCode, err)
@@ -467,17 +432,12 @@ func (s *instance) job(id string) jobReply {
 // waitJob polls until the job ended; the bound only stops a broken test.
 func (s *instance) waitJob(id string) jobReply {
 	s.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		j := s.job(id)
-		if j.State == jobs.StateSucceeded || j.State == jobs.StateFailed || j.State == jobs.StateCancelled {
-			return j
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("job %s never ended: %+v", id, j)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var j jobReply
+	testenv.Eventually(s.t, "job "+id+" to end", func() bool {
+		j = s.job(id)
+		return j.State == jobs.StateSucceeded || j.State == jobs.StateFailed || j.State == jobs.StateCancelled
+	})
+	return j
 }
 
 // exited waits for serve's exit code and puts it back for the cleanup.
@@ -508,7 +468,7 @@ func storedTenantJob(t *testing.T, dbURL, dataDir, id, tenant string) jobs.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	st, err := store.NewFS(dataDir)
 	if err != nil {
 		t.Fatal(err)
@@ -540,7 +500,7 @@ func TestServeJobs(t *testing.T) {
 				cfg := writeConfig(t, conf("2m"))
 				m, err := New(context.Background(), cfg, Options{Logger: slogJSON(io.Discard)})
 				if err == nil {
-					m.Close()
+					_ = m.Close() // New should have failed; the check below says so
 				}
 				var se *SettingError
 				if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "outprint migrate") {
@@ -610,12 +570,14 @@ func TestServeJobs(t *testing.T) {
 				t.Fatal(err)
 			}
 			pdf, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close() // read to the end already
 			if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(pdf, []byte("%PDF-")) {
 				t.Fatalf("result = %d %.100q, want a PDF", resp.StatusCode, pdf)
 			}
 			path := filepath.Join(t.TempDir(), "r.pdf")
-			os.WriteFile(path, pdf, 0o600)
+			if err := os.WriteFile(path, pdf, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			if out, err := exec.Command("pdfinfo", path).CombinedOutput(); err != nil || !strings.Contains(string(out), "Released at shutdown") {
 				t.Errorf("pdfinfo = %v\n%s", err, out)
 			}

@@ -19,7 +19,7 @@ func TestNewSettingErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
+	defer func() { _ = busy.Close() }()
 	data := filepath.Join(t.TempDir(), "data")
 	for _, tc := range []struct {
 		name, yaml, setting string
@@ -34,7 +34,7 @@ func TestNewSettingErrors(t *testing.T) {
 			tc.opts.Logger = slogJSON(io.Discard)
 			m, err := New(context.Background(), writeConfig(t, tc.yaml), tc.opts)
 			if err == nil {
-				m.Close()
+				_ = m.Close() // New should have failed; the check below says so
 			}
 			var se *SettingError
 			if !errors.As(err, &se) || se.Setting != tc.setting {

@@ -18,7 +18,7 @@ import (
 // Migrate's bucket creation; it is nil for a folder.
 func OpenStore(cfg *config.Config) (jobs.Store, *store.S3, error) {
 	if cfg.Store == "" {
-		st, err := store.NewFS(cfg.DataDir)
+		st, err := store.NewFS(dataDir(cfg))
 		return st, nil, err
 	}
 	loc, err := store.ParseLocation(cfg.Store)
@@ -73,11 +73,11 @@ type Migrated struct {
 func Migrate(ctx context.Context, cfg *config.Config) (Migrated, error) {
 	ctx, cancel := context.WithTimeout(ctx, migrateTimeout)
 	defer cancel()
-	db, err := jobs.Open(ctx, cfg.Database)
+	db, err := jobs.Open(ctx, databaseURL(cfg))
 	if err != nil {
 		return Migrated{}, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // Migrate's result is what counts; nothing is written after it
 	if err := jobs.Migrate(ctx, db); err != nil {
 		return Migrated{}, fmt.Errorf("%s: %w", db, err)
 	}

@@ -3,7 +3,6 @@ package service
 import (
 	"github.com/outprint/outprint/internal/config"
 	"github.com/outprint/outprint/internal/fetch"
-	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/webhook"
@@ -35,7 +34,7 @@ func webhookDelivery(cfg *config.Config, policy *webhook.Policy, m *metrics.Metr
 		MaxBytes:        webhook.MaxResponse,
 		MaxRedirects:    -1,
 	})
-	sender, err := webhook.NewSender(webhook.SenderConfig{Client: fc, Secrets: policy, Document: httpapi.JobDocument})
+	sender, err := webhook.NewSender(webhook.SenderConfig{Client: fc, Secrets: policy, Document: jobs.Document})
 	if err != nil {
 		return jobs.WebhookConfig{}, nil, err
 	}

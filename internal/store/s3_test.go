@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +83,21 @@ func newTestS3(t *testing.T, retryFor time.Duration) (*S3, *testenv.S3Server) {
 	return s, srv
 }
 
+// failCounter is an http.RoundTripper that counts the requests that got
+// no answer.
+type failCounter struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (f *failCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := f.next.RoundTrip(req)
+	if err != nil {
+		f.n.Add(1)
+	}
+	return resp, err
+}
+
 // contractStore is what both stores offer the jobs package.
 type contractStore interface {
 	Put(ctx context.Context, key string, r io.Reader) error
@@ -99,7 +116,7 @@ func testContract(t *testing.T, s contractStore) {
 		if err != nil {
 			return "", err
 		}
-		defer rc.Close()
+		defer func() { _ = rc.Close() }()
 		b, err := io.ReadAll(rc)
 		return string(b), err
 	}
@@ -232,6 +249,14 @@ func TestS3Prefix(t *testing.T) {
 // and then completes, and every object written reads back whole.
 func TestS3Outage(t *testing.T) {
 	s, srv := newTestS3(t, time.Minute)
+	// The same store through a transport that counts the requests that
+	// got no answer, so that the test knows the writes are retrying.
+	failed := &failCounter{next: http.DefaultTransport}
+	s, err := NewS3(S3Config{Location: s.cfg.Location, AccessKeyID: testenv.S3AccessKey, SecretAccessKey: testenv.S3SecretKey,
+		RetryFor: time.Minute, HTTPClient: &http.Client{Transport: failed}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	if err := s.Put(ctx, "jobs/before/result.pdf", strings.NewReader("before")); err != nil {
 		t.Fatal(err)
@@ -253,8 +278,9 @@ func TestS3Outage(t *testing.T) {
 		}()
 	}
 	// The writes are retrying against a closed port now; the server
-	// comes back after a pause they must outlast.
-	time.Sleep(4 * time.Second)
+	// comes back once they have failed four times each on average, their
+	// backoff grown past its base.
+	testenv.Eventually(t, "the writes retry against the stopped server", func() bool { return failed.n.Load() >= int64(4*len(errs)) })
 	srv.Start()
 	wg.Wait()
 	for i, err := range errs {

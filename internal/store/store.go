@@ -26,10 +26,26 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
+
+	"github.com/outprint/outprint/internal/store/location"
 )
 
 // ErrNotFound is returned by Get when no object is stored under the key.
 var ErrNotFound = errors.New("store: not found")
+
+// ErrNoSpace wraps a write that found the filesystem full (ENOSPC) or the
+// volume's quota reached (EDQUOT): callers tell it apart from other
+// failures, since it is the operator's to fix and a retry later succeeds.
+var ErrNoSpace = errors.New("store: no space left")
+
+// noSpace marks err with ErrNoSpace when the disk is full.
+func noSpace(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
+}
 
 // ErrInvalidKey is returned for a key or prefix that could leave the store's
 // root or is not in the key syntax (see ValidKey).
@@ -103,6 +119,7 @@ func (s *FS) path(key string) (string, error) {
 // that finds its folder already there relies on whatever created it having
 // returned.
 func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
+	defer func() { err = noSpace(err) }()
 	p, err := s.path(key)
 	if err != nil {
 		return err
@@ -165,10 +182,10 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader) (err error) {
 // inputs, which nobody reads before the job row that names them commits.
 // A key that exists already is an error wrapping fs.ErrExist; when
 // CreateAll fails, the objects it wrote are removed.
-func (s *FS) CreateAll(ctx context.Context, objects map[string][]byte) error {
+func (s *FS) CreateAll(ctx context.Context, objects map[string][]byte) (err error) {
+	defer func() { err = noSpace(err) }()
 	keys := slices.Sorted(maps.Keys(objects))
 	var written []string
-	var err error
 	for _, key := range keys {
 		if err = s.write(ctx, key, objects[key]); err != nil {
 			err = fmt.Errorf("create %s: %w", key, err)
@@ -362,3 +379,9 @@ func copyCtx(ctx context.Context, w io.Writer, r io.Reader) error {
 		}
 	}
 }
+
+// Location is a parsed `store` setting (package location).
+type Location = location.Location
+
+// ParseLocation parses a `store` setting (location.Parse).
+func ParseLocation(v string) (Location, error) { return location.Parse(v) }

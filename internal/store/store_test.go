@@ -11,7 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/outprint/outprint/internal/testenv"
 )
 
 func TestValidKey(t *testing.T) {
@@ -195,7 +196,7 @@ func read(t *testing.T, s *FS, key string) string {
 	if err != nil {
 		t.Fatalf("Get(%q) = %v", key, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	var b bytes.Buffer
 	if _, err := io.Copy(&b, rc); err != nil {
 		t.Fatal(err)
@@ -333,15 +334,11 @@ func TestGroupSyncOrder(t *testing.T) {
 	second := make(chan error)
 	go func() { second <- g.sync() }()
 	// Wait until the second caller is parked behind the running sync.
-	for {
+	testenv.Eventually(t, "the second caller parked behind the running sync", func() bool {
 		g.mu.Lock()
-		waiting := g.waiting
-		g.mu.Unlock()
-		if waiting == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer g.mu.Unlock()
+		return g.waiting == 1
+	})
 	release <- struct{}{}
 	if err := <-first; err != nil {
 		t.Fatalf("first sync = %v", err)

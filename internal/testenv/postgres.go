@@ -35,7 +35,9 @@ func PostgresDatabase(t testing.TB, prefix string) string {
 		Missing(t, fmt.Sprintf("PostgreSQL at %s: %v", redact(base), err))
 		return ""
 	}
-	defer conn.Close(ctx)
+	// Close only says goodbye to the server; one that fails leaves
+	// nothing behind that the server does not end itself.
+	defer func() { _ = conn.Close(ctx) }()
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	name := prefix + "_" + hex.EncodeToString(rnd[:])
@@ -48,7 +50,7 @@ func PostgresDatabase(t testing.TB, prefix string) string {
 			t.Errorf("drop database %s: %v", name, err)
 			return
 		}
-		defer c.Close(ctx)
+		defer func() { _ = c.Close(ctx) }() // as conn's above
 		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Errorf("drop database %s: %v", name, err)
 		}

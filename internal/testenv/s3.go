@@ -3,11 +3,14 @@ package testenv
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -159,13 +162,24 @@ func (s *S3Server) Stop() {
 // port free too (weed's gRPC ports are given as port+1).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
+	// The ports come from below the kernel's ephemeral range: a port
+	// taken from inside it is free when asked but may be any outgoing
+	// connection's by the time weed binds it and its gRPC neighbour
+	// (CI saw "bind: address already in use" on port+1 under load).
+	low := ephemeralLow()
 	var ports []int
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatal("no free pair of ports below the ephemeral range")
 		}
-		p := l.Addr().(*net.TCPAddr).Port
+		p := 10000 + rand.IntN(low-10002)
+		if slices.Contains(ports, p) || slices.Contains(ports, p+1) || slices.Contains(ports, p-1) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
 		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
 		_ = l.Close()
 		if err != nil {
@@ -175,6 +189,24 @@ func freePorts(t testing.TB, n int) []int {
 		ports = append(ports, p)
 	}
 	return ports
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low < 12000 {
+		return 32768
+	}
+	return low
 }
 
 func tail(b []byte, n int) []byte {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/testenv"
 )
 
 // Benchmarks: warm (pool) against cold (runner) on a small body, the same
@@ -51,7 +53,7 @@ func benchBodies() map[string]string {
 // childCPU is the CPU time of every reaped child of this process so far.
 func childCPU() time.Duration {
 	var ru unix.Rusage
-	unix.Getrusage(unix.RUSAGE_CHILDREN, &ru)
+	_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
@@ -80,7 +82,7 @@ func newBenchPool(b *testing.B, cfg PoolConfig) *Pool {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { p.Close(context.Background()) })
+	b.Cleanup(func() { _ = p.Close(context.Background()) })
 	waitWarm(b, p)
 	return p
 }
@@ -88,13 +90,10 @@ func newBenchPool(b *testing.B, cfg PoolConfig) *Pool {
 // waitWarm waits until the pool has a warm process and nothing busy or
 // warming.
 func waitWarm(b *testing.B, p *Pool) {
-	deadline := time.Now().Add(60 * time.Second)
-	for s := p.Stats(); s.Warm == 0 || s.Busy > 0 || s.Warming > 0; s = p.Stats() {
-		if time.Now().After(deadline) {
-			b.Fatal("no warm process after 60 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.EventuallyWithin(b, 60*time.Second, "a warm process and none busy or warming", func() bool {
+		s := p.Stats()
+		return s.Warm > 0 && s.Busy == 0 && s.Warming == 0
+	})
 }
 
 func benchRenders(b *testing.B, run func(context.Context, Job) (*Result, error), job Job, before func()) {

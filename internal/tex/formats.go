@@ -122,7 +122,9 @@ func (c *formatCache) evictLocked() {
 			c.bytes -= e.size
 			// Under the lock, so that a rebuild of the same key cannot
 			// start before its old folder is gone.
-			os.RemoveAll(filepath.Join(c.dir, e.key))
+			// A cached format is scratch space: a removal that fails
+			// costs only disk.
+			_ = os.RemoveAll(filepath.Join(c.dir, e.key))
 		}
 		el = prev
 	}

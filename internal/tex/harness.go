@@ -43,7 +43,23 @@ func marker(nonce string) string { return "OUTPRINT-" + nonce + " " }
 //     says it; readPDF refuses its PDF). After a body that ends with a
 //     page break the current page is empty (\pagegoal is \maxdimen):
 //     everything before has gone to the output routine, and the mark is
-//     written at once.
+//     written at once. Otherwise the page builder is made to settle the
+//     body's pages before \end{document}: TeX decides a page break only
+//     at a breakpoint, so a last line that no longer fits, or the glue a
+//     list or quote leaves at its end, moved the body's last lines to a
+//     new page only at \clearpage, after \AtEndDocument had taken the
+//     page count for the footers' total ("Page 8 of 7"; a batch of
+//     CommonMark examples was refused so). \penalty9999 is that
+//     breakpoint, too costly to be chosen as a break. Before it, the
+//     body's trailing glue is cancelled (at the document's end it can only
+//     push the last lines onto a page of their own, and TeX drops glue at
+//     a page break anyway) and the last line's depth becomes a kern of
+//     its own (the baselines of anything after stay where they were), so
+//     the zero-height box of an \AtEndDocument hook (markdown's total)
+//     adds nothing to the page and never lands on a page of its own.
+//     The mark comes before the breakpoint: when the last page is exactly
+//     full TeX breaks at \penalty9999 itself, and a mark after it would
+//     sit alone on a page that never ships.
 //   - \OutprintTotal{N}, for a preamble whose footer prints "of N": it
 //     says the total the footer shows, which must be the number of pages
 //     (readPDF), or the PDF ran on past what its footers announce.
@@ -62,7 +78,11 @@ func harness(nonce string, maxPages int) string {
   \fi}
 \def\OutprintEnd{\par\ifdim\pagegoal=\maxdimen
     \immediate\write16{` + m + `end \the\ReadonlyShipoutCounter}%
-  \else\write16{` + m + `end \the\ReadonlyShipoutCounter}\fi}
+  \else
+    \ifdim\lastskip=\z@\else\vskip-\lastskip\fi
+    \ifdim\prevdepth>\z@\kern-\prevdepth\prevdepth\z@\fi
+    \write16{` + m + `end \the\ReadonlyShipoutCounter}%
+    \penalty9999 \fi}
 \def\OutprintTotal#1{\immediate\write16{` + m + `total #1}\message{}}
 \let\outprint@starttoc\@starttoc
 \def\@starttoc#1{\immediate\write16{` + m + `toc #1}\message{}\outprint@starttoc{#1}}

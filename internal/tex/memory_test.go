@@ -36,8 +36,12 @@ func TestMemoryUsed(t *testing.T) {
 			root := t.TempDir()
 			for name, content := range tt.files {
 				path := filepath.Join(root, name)
-				os.MkdirAll(filepath.Dir(path), 0o755)
-				os.WriteFile(path, []byte(content), 0o644)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			m := machine{
 				cgroupRoot: filepath.Join(root, "cgroup"), selfCgroup: filepath.Join(root, "self"),

@@ -37,22 +37,37 @@ func TestRunLostContent(t *testing.T) {
 	// A preamble that reports its footer's total as the Markdown
 	// preamble does (markdown/preamble.go).
 	totalPreamble := testPreamble + `\AtEndDocument{\ifdefined\OutprintTotal\OutprintTotal{\the\value{page}}\fi}` + "\n"
+	// markdown's: the total is also a zero-height box after the body.
+	totalBoxPreamble := testPreamble + `\AtEndDocument{\ifdefined\OutprintTotal\OutprintTotal{\the\value{page}}\fi\par\nointerlineskip\vbox to 0pt{\hbox{}\vss}}` + "\n"
+	// A rule that fills the text area but for a few points.
+	nearlyFull := `\noindent\rule{1pt}{\dimexpr\textheight-\topskip-3pt\relax}\par` + "\n"
 	figure := func(spec, height string) string {
 		return `\begin{figure}[` + spec + `]\rule{1pt}{` + height + `}\caption{The caption}\end{figure}` + "\n"
 	}
 	tests := []struct {
 		name, preamble, body string
 		want                 string // in the CompileError's message; "" renders
+		pages                int    // the pages of a render (0: not checked)
 	}{
-		{"stops before the end", testPreamble, "Kept.\n\\end{document}\nLost text after the end.\n", "end of the document never reached the PDF"},
-		{"ends", testPreamble, "Kept.\n\nKept too.\n", ""},
-		{"ends with a page break", testPreamble, "Kept.\\newpage\n", ""},
+		{"stops before the end", testPreamble, "Kept.\n\\end{document}\nLost text after the end.\n", "end of the document never reached the PDF", 0},
+		{"ends", testPreamble, "Kept.\n\nKept too.\n", "", 0},
+		{"ends with a page break", testPreamble, "Kept.\\newpage\n", "", 0},
 		// The footers would say "Page 1 of 2".
-		{"total after a final page break", totalPreamble, "Kept.\\newpage\n", "footers count 2 pages but it has 1"},
-		{"pages after the total", totalPreamble, "One.\\newpage Two.\n" + figure("p", "3cm") + figure("p", "3cm"), "footers count 2 pages but it has 3"},
-		{"total right", totalPreamble, "One.\\newpage Two.\n" + figure("h", "3cm"), ""},
-		{"float taller than a page", testPreamble, "Text.\n" + figure("h", "1.5\\textheight") + "More.\n", "taller than a page"},
-		{"float that fits", testPreamble, "Text.\n" + figure("h", "0.5\\textheight") + "More.\n", ""},
+		{"total after a final page break", totalPreamble, "Kept.\\newpage\n", "footers count 2 pages but it has 1", 0},
+		{"pages after the total", totalPreamble, "One.\\newpage Two.\n" + figure("p", "3cm") + figure("p", "3cm"), "footers count 2 pages but it has 3", 0},
+		{"total right", totalPreamble, "One.\\newpage Two.\n" + figure("h", "3cm"), "", 0},
+		// TeX breaks a page only at a breakpoint: the last line, which no
+		// longer fits, went to page 2 at \end{document}'s \clearpage,
+		// after the total was taken, and the trailing glue of a list or
+		// quote, or the depth the total's box folds in, pushed the last
+		// lines (or the box alone) onto a page of their own. The harness
+		// settles the pages before the total (TestPageTotalBatch in
+		// render has the Markdown that was refused so).
+		{"last line on a page of its own", totalBoxPreamble, `\noindent\rule{1pt}{\dimexpr\textheight-3pt\relax}\par\strut The last line.` + "\n", "", 2},
+		{"trailing glue", totalBoxPreamble, nearlyFull + "\\addvspace{20pt}\n", "", 1},
+		{"trailing glue after a line", totalBoxPreamble, `\noindent\rule{1pt}{\dimexpr\textheight-\topskip-\baselineskip-1pt\relax}\par\strut Line.\par\addvspace{6pt}` + "\n", "", 1},
+		{"float taller than a page", testPreamble, "Text.\n" + figure("h", "1.5\\textheight") + "More.\n", "taller than a page", 0},
+		{"float that fits", testPreamble, "Text.\n" + figure("h", "0.5\\textheight") + "More.\n", "", 0},
 	}
 	r := newTestRunner(t, RunnerConfig{})
 	p, _ := newZygotePool(t, PoolConfig{})
@@ -65,6 +80,8 @@ func TestRunLostContent(t *testing.T) {
 			if tt.want == "" {
 				if err != nil {
 					t.Errorf("%s Run(%s) = %v, want a PDF", run.name, tt.name, err)
+				} else if tt.pages > 0 && res.Pages != tt.pages {
+					t.Errorf("%s Run(%s) = %d pages, want %d", run.name, tt.name, res.Pages, tt.pages)
 				}
 				continue
 			}

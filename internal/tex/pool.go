@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/testsignal"
 )
 
 // PoolConfig configures a Pool. The zero value is valid: every field has a
@@ -29,14 +30,15 @@ type PoolConfig struct {
 	// the moment Run is called, waiting for a process included.
 	Runner RunnerConfig
 	// Min is how many warm processes are kept ready for each preamble of
-	// Preambles (default 0: none before the first render).
+	// Preambles (default DefaultPoolMin; negative: none before the first
+	// render).
 	Min int
 	// Max bounds the TeX processes alive at once: warming, warm and busy
 	// (default DefaultPoolMax()).
 	Max int
 	// IdleTimeout stops a warm process nobody used for this long; if the
 	// preamble still needs Min warm processes, a fresh one replaces it
-	// (default 10 minutes).
+	// (default DefaultPoolIdleTimeout).
 	IdleTimeout time.Duration
 	// WarmupTimeout bounds building a format and warming one process
 	// (default 60 s).
@@ -54,7 +56,31 @@ type PoolConfig struct {
 	// (formats.go; defaults DefaultMaxFormats and DefaultMaxFormatBytes).
 	MaxFormats     int
 	MaxFormatBytes int64
+	// Memory is the budget, in bytes, of every TeX process the pool
+	// keeps: zygotes, warm processes, spares and busy ones count against
+	// it by their estimated memory (see processMemory). Spares, spare
+	// zygotes and the zygotes of further profiles start only within it;
+	// a render that finds no room evicts other profiles' idle processes
+	// and zygotes first, and may always have one process (default
+	// DefaultPoolMemory(): derived from the cgroup memory limit).
+	Memory int64
+	// Clock tells the time for idleness: when a profile was last used,
+	// how long a process has waited (default the real clock; tests pass
+	// one they advance).
+	Clock Clock
+	// Signals, set by tests only, receive the pool's events.
+	Signals *PoolSignals
 }
+
+// Clock is the time the pool reads to retire idle profiles
+// (testenv.Clock in tests).
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
 
 // PoolStats are the pool's figures for metrics. Warm and Busy are current
 // counts; Started, Replaced and Failures count since the pool started.
@@ -70,6 +96,12 @@ type PoolStats struct {
 	// Failures counts processes that failed to warm up or died while
 	// idle, and formats that failed to build.
 	Failures int
+	// Retired counts warm processes the pool stopped because nobody
+	// used them for IdleTimeout.
+	Retired int
+	// Memory is the estimated memory of the pool's processes and
+	// zygotes now; MemoryBudget is PoolConfig.Memory.
+	Memory, MemoryBudget int64
 	ZygoteStats
 }
 
@@ -119,8 +151,33 @@ type Pool struct {
 	busy     map[*warmProc]context.CancelFunc // taken processes; the cancel of their render, nil until typeset sets it
 	nextID   uint64
 	stats    PoolStats
+	// mem is the estimated memory of every process alive and every
+	// zygote (ready or starting); memPeak its highest value so far.
+	mem, memPeak int64
 
 	zyg zygotes // the zygotes' shim and figures
+
+	signals *PoolSignals // PoolConfig.Signals, or signals that do nothing
+}
+
+// PoolSignals are the events of a Pool a test can wait on instead of
+// sleeping (package testsignal): a warm process ready, a zygote ready, a
+// child forked. A test makes them, calls Init and passes them in
+// PoolConfig.Signals, since a pool starts working in NewPool.
+type PoolSignals struct {
+	Warmed       testsignal.Signal[struct{}]
+	ZygoteWarmed testsignal.Signal[struct{}]
+	Forked       testsignal.Signal[struct{}]
+	// WarmupFailed carries the error of each failed warm-up.
+	WarmupFailed testsignal.Signal[error]
+}
+
+// Init makes every signal record its events for tb.
+func (s *PoolSignals) Init(tb testsignal.TB) {
+	s.Warmed.Init(tb)
+	s.ZygoteWarmed.Init(tb)
+	s.Forked.Init(tb)
+	s.WarmupFailed.Init(tb)
 }
 
 // profile is the pool's state for one preamble.
@@ -140,8 +197,11 @@ type profile struct {
 	failGen int
 	lastErr error
 	// failing stops background replenishing after a failed warm-up until
-	// one succeeds (a broken preamble must not loop).
-	failing bool
+	// one succeeds (a broken preamble must not loop); failStreak counts
+	// the warm-ups that failed in a row, failedAt is the last one's time.
+	failing    bool
+	failStreak int
+	failedAt   time.Time
 
 	fmtBroken bool // a process failed with the format: start without (under Pool.mu)
 
@@ -169,6 +229,8 @@ type warmProc struct {
 	taken  chan struct{} // closed when a render takes the process
 	state  procState     // under Pool.mu
 	format bool          // started with the profile's format
+	cost   int64         // its share of Pool.mem (under Pool.mu)
+	warmAt time.Time     // when it became warm, by the pool's clock (under Pool.mu)
 
 	warmCPU  time.Duration
 	hooks    atomic.Pointer[runHooks] // set by the render that took the process
@@ -202,23 +264,47 @@ type runHooks struct {
 	toc   func()    // the document reads a table of contents
 }
 
+// Defaults of PoolConfig (pool.min and pool.idleTimeout of the
+// configuration).
+const (
+	// DefaultPoolMin keeps one warm process for each preamble the service
+	// warms ahead, so the first render of the usual profile is warm.
+	DefaultPoolMin = 1
+	// DefaultPoolIdleTimeout retires a warm process nobody used for five
+	// minutes: idle memory goes back soon after a burst.
+	DefaultPoolIdleTimeout = 5 * time.Minute
+)
+
+// WithDefaults returns c with every unset field at its default; a
+// negative Min stays negative (none).
+func (c PoolConfig) WithDefaults() PoolConfig {
+	c.Runner = c.Runner.withDefaults()
+	if c.Max <= 0 {
+		c.Max = DefaultPoolMax()
+	}
+	if c.Min == 0 {
+		c.Min = DefaultPoolMin
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultPoolIdleTimeout
+	}
+	if c.WarmupTimeout <= 0 {
+		c.WarmupTimeout = 60 * time.Second
+	}
+	if c.Memory <= 0 {
+		c.Memory = DefaultPoolMemory()
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	c.Zygote = c.Zygote.withDefaults()
+	return c
+}
+
 // NewPool starts a pool and warms Min processes for each of cfg.Preambles
 // in the background.
 func NewPool(cfg PoolConfig) (*Pool, error) {
-	cfg.Runner = cfg.Runner.withDefaults()
-	if cfg.Max <= 0 {
-		cfg.Max = DefaultPoolMax()
-	}
-	if cfg.Min < 0 {
-		cfg.Min = 0
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = 10 * time.Minute
-	}
-	if cfg.WarmupTimeout <= 0 {
-		cfg.WarmupTimeout = 60 * time.Second
-	}
-	cfg.Zygote = cfg.Zygote.withDefaults()
+	cfg = cfg.WithDefaults()
 	sb, err := newSandbox(cfg.Runner)
 	if err != nil {
 		return nil, err
@@ -230,17 +316,22 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	p := &Pool{
 		cfg: cfg, sb: sb, fmtDir: fmtDir, stop: make(chan struct{}),
 		changed: make(chan struct{}), profiles: map[string]*profile{},
-		busy: map[*warmProc]context.CancelFunc{},
+		busy: map[*warmProc]context.CancelFunc{}, signals: cfg.Signals,
+	}
+	if p.signals == nil {
+		p.signals = &PoolSignals{}
 	}
 	p.formats = newFormatCache(fmtDir, cfg.MaxFormats, cfg.MaxFormatBytes, p.buildFormat)
 	p.mu.Lock()
 	for _, pre := range cfg.Preambles {
-		p.profileLocked(pre).min = cfg.Min
+		p.profileLocked(pre).min = max(cfg.Min, 0)
 	}
 	for _, prof := range p.profiles {
 		p.replenishLocked(prof)
 	}
 	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.janitor()
 	return p, nil
 }
 
@@ -255,6 +346,7 @@ func (p *Pool) Stats() PoolStats {
 		s.Warming += prof.starting
 	}
 	s.ZygoteStats = p.zygoteStatsLocked()
+	s.Memory, s.MemoryBudget = p.mem, p.cfg.Memory
 	return s
 }
 
@@ -270,9 +362,11 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 
 	res := &Result{}
 	prevDir := ""
+	// The run folders here are scratch space: a removal that fails
+	// costs only disk space, never the document, so its error is dropped.
 	defer func() {
 		if prevDir != "" {
-			os.RemoveAll(prevDir)
+			_ = os.RemoveAll(prevDir)
 		}
 	}()
 	// A document that reads a table of contents will most likely need a
@@ -309,12 +403,12 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 			}
 		}
 		if prevDir != "" {
-			os.RemoveAll(prevDir)
+			_ = os.RemoveAll(prevDir)
 			prevDir = ""
 		}
 		if err != nil {
 			if out != nil {
-				os.RemoveAll(out.dir)
+				_ = os.RemoveAll(out.dir)
 			}
 			return nil, err
 		}
@@ -358,7 +452,7 @@ func (p *Pool) runOnce(ctx context.Context, job Job, prevDir string, onTOC func(
 		}
 		out, err := p.typeset(ctx, wp, job, prevDir, onTOC, mayRerun)
 		if errors.Is(err, errProcGone) && attempt < 3 {
-			os.RemoveAll(out.dir)
+			_ = os.RemoveAll(out.dir) // scratch, as in Do
 			continue
 		}
 		return out, err
@@ -383,9 +477,11 @@ func (p *Pool) typeset(ctx context.Context, wp *warmProc, job Job, prevDir strin
 	p.mu.Unlock()
 	out := &warmRun{id: wp.id, dir: wp.dir, warmCPU: wp.warmCPU, forked: wp.zyg != nil}
 	defer p.release(wp)
-	defer wp.fifo.Close()
+	// Closing a pipe reports nothing about what went through it (the
+	// writes are checked where they happen): its error is dropped.
+	defer func() { _ = wp.fifo.Close() }()
 	if wp.goW != nil {
-		defer wp.goW.Close()
+		defer func() { _ = wp.goW.Close() }()
 	}
 
 	if wp.p.gone() {
@@ -489,6 +585,7 @@ func (p *Pool) release(wp *warmProc) {
 	delete(p.busy, wp)
 	wp.state = stateDead
 	p.alive--
+	p.mem -= wp.cost
 	if !p.closed {
 		p.replenishAll()
 	}
@@ -500,7 +597,7 @@ func (p *Pool) release(wp *warmProc) {
 func (p *Pool) acquire(ctx context.Context, preamble string) (*warmProc, error) {
 	p.mu.Lock()
 	prof := p.profileLocked(preamble)
-	prof.lastUsed = time.Now()
+	prof.lastUsed = p.now()
 	gen := prof.failGen
 	prof.waiting++
 	defer func() {
@@ -517,7 +614,7 @@ func (p *Pool) acquire(ctx context.Context, preamble string) (*warmProc, error) 
 			prof.warm = prof.warm[:n-1]
 			wp.state = stateBusy
 			p.busy[wp] = nil
-			prof.lastUsed = time.Now()
+			prof.lastUsed = p.now()
 			close(wp.taken)
 			prof.waiting--
 			p.replenishLocked(prof)
@@ -528,10 +625,18 @@ func (p *Pool) acquire(ctx context.Context, preamble string) (*warmProc, error) 
 			return nil, prof.lastErr
 		}
 		if prof.starting < prof.waiting {
-			if p.alive >= p.cfg.Max {
-				p.evictLocked(prof)
+			cost := p.costLocked(prof)
+			if p.alive >= p.cfg.Max || !p.fitsLocked(cost) {
+				if !p.evictLocked(prof) && !p.fitsLocked(cost) {
+					// No idle process of another profile left to
+					// stop: a zygote of another profile makes room.
+					p.shedZygoteLocked(prof)
+				}
 			}
-			if p.alive < p.cfg.Max {
+			// A render may always have one process, whatever the
+			// budget: the budget bounds what the pool keeps, not
+			// whether it renders.
+			if p.alive < p.cfg.Max && (p.fitsLocked(cost) || p.alive == 0) {
 				p.startLocked(prof, false)
 			}
 		}
@@ -567,7 +672,7 @@ func (p *Pool) notifyLocked() {
 func (p *Pool) noteTwoRuns(preamble string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.profileLocked(preamble).lastTwo = time.Now()
+	p.profileLocked(preamble).lastTwo = p.now()
 }
 
 // reserve changes how many processes renders expect to need soon for
@@ -586,10 +691,10 @@ func (p *Pool) reserve(preamble string, n int) {
 // and the second runs expected.
 func (p *Pool) wantLocked(prof *profile) int {
 	want := prof.waiting + prof.ahead
-	if time.Since(prof.lastUsed) < p.cfg.IdleTimeout {
+	if p.inUseLocked(prof) {
 		want++
 	}
-	if time.Since(prof.lastTwo) < p.cfg.IdleTimeout {
+	if p.now().Sub(prof.lastTwo) < p.cfg.IdleTimeout {
 		// Documents of this preamble lately needed two runs: keep one
 		// more warm, so a second run finds its process ready.
 		want++
@@ -598,8 +703,9 @@ func (p *Pool) wantLocked(prof *profile) int {
 }
 
 // replenishLocked starts processes for prof up to what it wants, within
-// Max. A preamble whose last warm-up failed is not replenished in the
-// background; the next render retries it.
+// Max and the memory budget. A preamble whose last warm-up failed is not
+// replenished in the background; the next render (or the janitor, for a
+// preamble kept warm) retries it.
 func (p *Pool) replenishLocked(prof *profile) {
 	if p.closed {
 		return
@@ -608,7 +714,13 @@ func (p *Pool) replenishLocked(prof *profile) {
 	if prof.failing {
 		return
 	}
-	for len(prof.warm)+prof.starting < p.wantLocked(prof) && p.alive < p.cfg.Max {
+	if prof.waiting <= len(prof.warm)+prof.starting && p.starvedLocked() {
+		// A render of another preamble waits for room: what frees up is
+		// its, not a spare's (else a preamble kept warm by Min takes the
+		// room back each time the render evicts it).
+		return
+	}
+	for len(prof.warm)+prof.starting < p.wantLocked(prof) && p.alive < p.cfg.Max && p.fitsLocked(p.costLocked(prof)) {
 		p.startLocked(prof, true)
 	}
 }
@@ -620,8 +732,9 @@ func (p *Pool) replenishAll() {
 }
 
 // evictLocked stops the oldest warm process of another preamble to make
-// room for prof. Its tending goroutine sees it die and cleans up.
-func (p *Pool) evictLocked(prof *profile) {
+// room for prof and reports whether there was one. Its tending goroutine
+// sees it die and cleans up.
+func (p *Pool) evictLocked(prof *profile) bool {
 	var victim *warmProc
 	for _, other := range p.profiles {
 		if other == prof || len(other.warm) == 0 {
@@ -632,7 +745,7 @@ func (p *Pool) evictLocked(prof *profile) {
 		}
 	}
 	if victim == nil {
-		return
+		return false
 	}
 	victim.prof.warm = victim.prof.warm[1:]
 	victim.state = stateDead
@@ -643,6 +756,7 @@ func (p *Pool) evictLocked(prof *profile) {
 	// render of the busy preamble evicts: a whole warm-up wasted per
 	// render under mixed load (bench/pool saw 14 in 116 renders).
 	victim.prof.lastUsed, victim.prof.lastTwo = time.Time{}, time.Time{}
+	return true
 }
 
 // startLocked starts a process for prof; its tending goroutine warms it.
@@ -651,9 +765,11 @@ func (p *Pool) startLocked(prof *profile, replacement bool) {
 	wp := &warmProc{
 		id: p.nextID, prof: prof, nonce: newNonce(),
 		ready: make(chan struct{}), taken: make(chan struct{}),
+		cost: p.costLocked(prof),
 	}
 	prof.starting++
 	p.alive++
+	p.addMemLocked(wp.cost)
 	p.stats.Started++
 	if replacement {
 		p.stats.Replaced++
@@ -671,27 +787,38 @@ func (p *Pool) tend(wp *warmProc) {
 		prof := wp.prof
 		prof.starting--
 		p.alive--
+		p.mem -= wp.cost
 		wp.state = stateDead
 		if !p.closed {
 			p.stats.Failures++
 			prof.failGen++
 			prof.lastErr = fmt.Errorf("warm up: %w", err)
 			prof.failing = true
+			prof.failStreak++
+			prof.failedAt = p.now()
 			if wp.format {
 				// Perhaps the format is at fault: the next try goes
 				// without it.
 				prof.fmtBroken = true
 			}
+			if prof.min > 0 && prof.failStreak < readyFailures && prof.starting == 0 && p.alive < p.cfg.Max {
+				// A preamble the pool keeps warm is tried again at
+				// once: one failure may be chance (readiness waits
+				// for readyFailures in a row); later tries are the
+				// janitor's, every warmRetry.
+				p.startLocked(prof, true)
+			}
 		}
 		p.notifyLocked()
 		p.mu.Unlock()
+		p.signals.WarmupFailed.Signal(err)
 		return
 	}
 
 	p.mu.Lock()
 	prof := wp.prof
 	prof.starting--
-	prof.failing = false
+	prof.failing, prof.failStreak = false, 0
 	if p.closed {
 		wp.state = stateDead
 		p.mu.Unlock()
@@ -699,12 +826,13 @@ func (p *Pool) tend(wp *warmProc) {
 		return
 	}
 	wp.state = stateWarm
+	wp.warmAt = p.now()
 	prof.warm = append(prof.warm, wp)
 	p.notifyLocked()
 	p.mu.Unlock()
+	p.signals.Warmed.Signal(struct{}{})
 
-	idle := time.NewTimer(p.cfg.IdleTimeout)
-	defer idle.Stop()
+	// The janitor stops it when it idles out (sweep).
 	died := false
 	select {
 	case <-wp.taken:
@@ -713,7 +841,6 @@ func (p *Pool) tend(wp *warmProc) {
 		died = true
 	case <-wp.p.followerExited():
 		died = true
-	case <-idle.C:
 	case <-p.stop:
 	}
 
@@ -736,7 +863,7 @@ func (p *Pool) tend(wp *warmProc) {
 			p.stats.Failures++
 		}
 	}
-	// stateDead: evicted, already out of the warm list.
+	// stateDead: evicted or retired, already out of the warm list.
 	p.mu.Unlock()
 	p.discard(wp)
 }
@@ -746,13 +873,16 @@ func (p *Pool) tend(wp *warmProc) {
 func (p *Pool) discard(wp *warmProc) {
 	wp.p.killGroup()
 	wp.p.reap()
-	wp.fifo.Close()
+	// The process is gone: its pipes' Close reports nothing, and its
+	// folder is scratch space (a failed removal costs only disk).
+	_ = wp.fifo.Close()
 	if wp.goW != nil {
-		wp.goW.Close()
+		_ = wp.goW.Close()
 	}
-	os.RemoveAll(wp.dir)
+	_ = os.RemoveAll(wp.dir)
 	p.mu.Lock()
 	p.alive--
+	p.mem -= wp.cost
 	if !p.closed {
 		p.replenishAll()
 	}
@@ -783,14 +913,22 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		}
 		// The zygotes went meanwhile: a process of its own.
 	}
+	p.mu.Lock()
+	if wp.cost < ownBytes {
+		p.addMemLocked(ownBytes - wp.cost)
+		wp.cost = ownBytes
+	}
+	p.mu.Unlock()
 
 	dir, err := os.MkdirTemp(p.cfg.Runner.TempDir, "outprint-warm-")
 	if err != nil {
 		return fmt.Errorf("scratch folder: %w", err)
 	}
 	wp.dir = dir
+	// err is the error; the folder is scratch space and the fifo a pipe,
+	// whose Close reports nothing.
 	fail := func(err error) error {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return err
 	}
 	fifo := filepath.Join(dir, "go.tex")
@@ -801,7 +939,7 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		return fail(fmt.Errorf("open fifo: %w", err))
 	}
 	if err := writeFile(dir, "main.tex", warmDocument(prof.preamble, wp.nonce, wp.format)); err != nil {
-		wp.fifo.Close()
+		_ = wp.fifo.Close()
 		return fail(err)
 	}
 	readyMark := marker(wp.nonce) + "ready"
@@ -821,7 +959,7 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		proc, err = p.sb.start(dir, p.sb.args(fmtPath, ""), timeout, onLine)
 	}
 	if err != nil {
-		wp.fifo.Close()
+		_ = wp.fifo.Close()
 		return fail(err)
 	}
 	wp.p = proc
@@ -844,7 +982,7 @@ func (p *Pool) warmUp(wp *warmProc) error {
 	}
 	proc.killGroup()
 	state := proc.reap()
-	wp.fifo.Close()
+	_ = wp.fifo.Close()
 	if cause == nil {
 		li, _ := readLog(dir, wp.nonce)
 		cause = classify(nil, state, li, proc.output(), dir)
@@ -870,13 +1008,15 @@ func (p *Pool) startWithDriver(dir, fmtPath string, cpu uint64, onLine func(stri
 		return nil, fmt.Errorf("driver pipe: %w", err)
 	}
 	tex, err := p.sb.startProgram(dir, p.sb.program, p.sb.args(fmtPath, "cat >&3 #"), cpu, onLine, spawn{extra: []*os.File{w}})
-	w.Close()
+	// Our copies of the pipe's ends go once the children hold theirs;
+	// closing a pipe reports nothing about what goes through it.
+	_ = w.Close()
 	if err != nil {
-		r.Close()
+		_ = r.Close()
 		return nil, err
 	}
 	dv, err := p.sb.startProgram(dir, p.sb.xdvipdfmx, []string{"-q", "-E", "-o", "main.pdf"}, cpu, nil, spawn{stdin: r, pgid: tex.pid})
-	r.Close()
+	_ = r.Close()
 	if err != nil {
 		tex.killGroup()
 		tex.reap()
@@ -965,7 +1105,7 @@ func inflateFormat(path string) error {
 	if err != nil {
 		return fmt.Errorf("inflate format: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	br := bufio.NewReader(f)
 	if magic, err := br.Peek(2); err == nil && (magic[0] != 0x1f || magic[1] != 0x8b) {
 		return nil // a TeX built without format compression: plain already
@@ -989,7 +1129,7 @@ func inflateFormat(path string) error {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // err is the error; tmp is a half-written copy
 		return fmt.Errorf("inflate format %s: %w", path, err)
 	}
 	return nil
@@ -1036,6 +1176,8 @@ func (p *Pool) Close(ctx context.Context) error {
 		}
 	}
 	p.wg.Wait()
-	os.RemoveAll(p.fmtDir)
+	// The formats are a cache: a folder left behind costs only disk, and
+	// err already says the renders did not end in time.
+	_ = os.RemoveAll(p.fmtDir)
 	return err
 }

@@ -33,7 +33,9 @@ func newTestPool(t *testing.T, cfg PoolConfig) *Pool {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		p.Close(ctx)
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
 	})
 	return p
 }
@@ -131,7 +133,9 @@ func TestPoolDeathWhileIdle(t *testing.T) {
 				victims = idleTeX(root, victim)
 				return p.Stats().Warm == 1 && len(victims) == 1
 			})
-			syscall.Kill(victims[0], syscall.SIGKILL)
+			if err := syscall.Kill(victims[0], syscall.SIGKILL); err != nil {
+				t.Fatalf("kill %s: %v", victim, err)
+			}
 			waitFor(t, "the failure to be noticed", func() bool { return p.Stats().Failures == 1 })
 			waitFor(t, "a new warm process", func() bool { return p.Stats().Warm == 1 })
 			for _, pid := range idleTeX(root, "") {
@@ -324,7 +328,9 @@ func short(s string) string {
 func outlineTitles(t *testing.T, pdf []byte) []string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "o.pdf")
-	os.WriteFile(path, pdf, 0o600)
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command("qpdf", "--json", "--json-key=outlines", path).Output()
 	if err != nil {
 		t.Fatalf("qpdf --json: %v", err)
@@ -435,7 +441,9 @@ func TestPoolFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(src, img.PDF, 0o600)
+	if err := os.WriteFile(src, img.PDF, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	preamble := strings.Replace(testPreamble, "\\usepackage{bookmark}", "\\usepackage{bookmark}\n\\usepackage{graphicx}", 1)
 	res, err := p.Run(context.Background(), Job{
 		Preamble: preamble,
@@ -612,7 +620,11 @@ func TestPoolFirstRunDropsDriver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first run = %v", err)
 	}
-	defer os.RemoveAll(first.dir)
+	t.Cleanup(func() {
+		if err := os.RemoveAll(first.dir); err != nil {
+			t.Error(err)
+		}
+	})
 	if !first.rerun {
 		t.Fatal("first run of a document with a new table of contents: rerun = false, want true")
 	}
@@ -623,7 +635,11 @@ func TestPoolFirstRunDropsDriver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second run = %v", err)
 	}
-	defer os.RemoveAll(second.dir)
+	t.Cleanup(func() {
+		if err := os.RemoveAll(second.dir); err != nil {
+			t.Error(err)
+		}
+	})
 	b, err := os.ReadFile(filepath.Join(second.dir, "main.pdf"))
 	if err != nil {
 		t.Fatalf("second run: %v", err)

@@ -77,7 +77,7 @@ func (m machine) cgroupDirs(controller string) []string {
 				dirs = append(dirs, filepath.Join(base, parts[2]))
 			}
 		}
-		f.Close()
+		_ = f.Close() // only read
 	}
 	return append(dirs, base)
 }
@@ -161,7 +161,7 @@ func (m machine) memTotal() int64 {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())

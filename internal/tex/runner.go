@@ -126,7 +126,7 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scratch folder: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	inputs, err := placeFiles(dir, job.Files)
 	if err != nil {
 		return nil, err
@@ -218,16 +218,7 @@ func classify(cause error, state *os.ProcessState, li logInfo, output, dir strin
 		return fmt.Errorf("%w: stopped at page %d", ErrPageLimit, li.lastPage)
 	}
 	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		switch ws.Signal() {
-		case syscall.SIGXCPU:
-			return fmt.Errorf("%w: CPU time limit", ErrTimeout)
-		case syscall.SIGXFSZ:
-			return fmt.Errorf("%w: a file outgrew the file size limit", ErrResource)
-		}
-		if resourceTrouble(output) {
-			return fmt.Errorf("%w: killed by %v", ErrResource, ws.Signal())
-		}
-		return fmt.Errorf("xelatex killed by %v: %s", ws.Signal(), lastLines(output, 5))
+		return signalError(ws.Signal(), output)
 	}
 	if li.capacity {
 		return fmt.Errorf("%w: %s", ErrResource, sanitize(li.errMsg, dir))
@@ -252,6 +243,22 @@ func classify(cause error, state *os.ProcessState, li logInfo, output, dir strin
 			li.overflowPage, li.overflow)}
 	}
 	return nil
+}
+
+// signalError is classify's error for a TeX run that a signal ended:
+// the signals of the CPU and file size rlimits, or another (the kernel's
+// OOM killer's SIGKILL, say) with the output telling why.
+func signalError(sig syscall.Signal, output string) error {
+	switch sig {
+	case syscall.SIGXCPU:
+		return fmt.Errorf("%w: CPU time limit", ErrTimeout)
+	case syscall.SIGXFSZ:
+		return fmt.Errorf("%w: a file outgrew the file size limit", ErrResource)
+	}
+	if resourceTrouble(output) {
+		return fmt.Errorf("%w: killed by %v", ErrResource, sig)
+	}
+	return fmt.Errorf("xelatex killed by %v: %s", sig, lastLines(output, 5))
 }
 
 // lostContent checks, from the log of a run that succeeded, that the PDF
@@ -325,7 +332,7 @@ func readLog(dir, nonce string) (logInfo, string) {
 	if err != nil {
 		return logInfo{pages: -1}, ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	tail := &tailWriter{max: logTail}
 	li := parseLog(io.TeeReader(f, tail), nonce)
 	return li, string(tail.bytes())
@@ -493,13 +500,13 @@ func copyFile(dst, src string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close()
 		return err
 	}
 	return out.Close()

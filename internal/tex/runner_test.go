@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
 )
 
@@ -174,7 +175,7 @@ func TestRunCancelKillsGroup(t *testing.T) {
 		}
 		for _, want := range []string{
 			"Max address space         1073741824",
-			"Max processes             128",
+			fmt.Sprintf("Max processes             %d", limits.RenderProcesses),
 			"Max file size             268435456",
 			"Max core file size        0",
 		} {
@@ -393,8 +394,8 @@ func TestRunFilesAndGlyphs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	png.Encode(f, img)
-	f.Close()
+	_ = png.Encode(f, img)
+	_ = f.Close()
 
 	preamble := strings.Replace(testPreamble, "\\usepackage{bookmark}", "\\usepackage{bookmark}\n\\usepackage{graphicx}", 1)
 	res, err := r.Run(context.Background(), Job{

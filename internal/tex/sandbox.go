@@ -199,11 +199,11 @@ func (s *sandbox) startProgram(dir, program string, args []string, cpuSeconds ui
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
+		_ = pr.Close()
+		_ = pw.Close()
 		return nil, fmt.Errorf("start %s: %w", program, err)
 	}
-	pw.Close()
+	_ = pw.Close()
 	p := &proc{
 		cmd: cmd, name: filepath.Base(program), pid: cmd.Process.Pid, pgid: sp.pgid,
 		exited: make(chan struct{}), readDone: make(chan struct{}), out: pr,
@@ -273,7 +273,7 @@ func (p *proc) waitExit() {
 
 func (p *proc) read(onLine func(string)) {
 	defer close(p.readDone)
-	defer p.out.Close()
+	defer func() { _ = p.out.Close() }()
 	sc := bufio.NewScanner(p.out)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -385,7 +385,7 @@ func groupRuns(pgid int) bool {
 // once, when the process has exited or its group has been killed.
 func (p *proc) reap() *os.ProcessState {
 	if p.followerGo != nil {
-		p.followerGo.Close() // unwritten: the follower exits
+		_ = p.followerGo.Close() // unwritten: the follower exits
 		p.followerGo = nil
 	}
 	<-p.exited
@@ -409,7 +409,7 @@ func (p *proc) reap() *os.ProcessState {
 	case <-p.readDone:
 	case <-time.After(2 * time.Second):
 		// Something outside the group holds the pipe; stop reading.
-		p.out.SetReadDeadline(time.Now())
+		_ = p.out.SetReadDeadline(time.Now())
 		<-p.readDone
 	}
 	return p.state
@@ -501,30 +501,32 @@ func (p *proc) wait(ctx context.Context, dir string, maxScratch int64, inputs ma
 	}
 	cause = waitFor(p.exited)
 	if cause == nil && p.follower != nil {
-		if dropFollower != nil && dropFollower() {
-			p.followerDropped = true
-		} else if p.followerGo != nil && !p.exitedOK {
-			// TeX failed: its output is incomplete and the
-			// failure is TeX's to report.
-			p.followerDropped = true
-		} else {
-			if g := p.followerGo; g != nil {
-				p.followerGo = nil
-				_, err := g.Write([]byte{'g'})
-				g.Close()
-				if err != nil {
-					cause = fmt.Errorf("start %s: %w", p.follower.name, err)
-				}
-			}
-			if cause == nil {
-				cause = waitFor(p.follower.exited)
-			}
-		}
+		cause = p.followOn(dropFollower, waitFor)
 	}
 	if cause != nil {
 		p.killGroup()
 	}
 	return p.reap(), cause
+}
+
+// followOn decides, once the leader has exited by itself, what becomes
+// of the follower: dropped when dropFollower says so or when TeX failed
+// (its output is incomplete and the failure is TeX's to report), else
+// told to go and waited for with waitFor.
+func (p *proc) followOn(dropFollower func() bool, waitFor func(exited <-chan struct{}) error) error {
+	if dropFollower != nil && dropFollower() || p.followerGo != nil && !p.exitedOK {
+		p.followerDropped = true
+		return nil
+	}
+	if g := p.followerGo; g != nil {
+		p.followerGo = nil
+		_, err := g.Write([]byte{'g'})
+		_ = g.Close()
+		if err != nil {
+			return fmt.Errorf("start %s: %w", p.follower.name, err)
+		}
+	}
+	return waitFor(p.follower.exited)
 }
 
 // scratchSize sums the sizes of the files TeX wrote in dir (the inputs we
@@ -583,8 +585,8 @@ func procCPU(pid int) time.Duration {
 		return 0
 	}
 	var ut, st int64
-	fmt.Sscan(fields[11], &ut)
-	fmt.Sscan(fields[12], &st)
+	_, _ = fmt.Sscan(fields[11], &ut)
+	_, _ = fmt.Sscan(fields[12], &st)
 	// USER_HZ is 100 on every Linux we run on.
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }

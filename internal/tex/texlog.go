@@ -71,132 +71,173 @@ var (
 
 // parseLog reads a TeX log. nonce identifies the harness's lines.
 func parseLog(r io.Reader, nonce string) logInfo {
-	li := logInfo{pages: -1, total: -1}
-	m := marker(nonce)
+	p := &logParser{
+		li:          logInfo{pages: -1, total: -1},
+		mark:        marker(nonce),
+		seenMissing: map[string]bool{},
+		seenTOC:     map[string]bool{},
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	seenMissing := map[string]bool{}
-	seenTOC := map[string]bool{}
-	// Lines after a "! message" error that still lack a file:line.
-	pendingBang := false
-	bangLines := 0
-	inWarning := "" // the package name whose continuation lines "(name)" follow
 	for sc.Scan() {
-		line := sc.Text()
-
-		if strings.HasPrefix(line, m) {
-			rest := line[len(m):]
-			switch {
-			case strings.HasPrefix(rest, "page "):
-				if n, err := strconv.Atoi(strings.TrimSpace(rest[5:])); err == nil {
-					li.lastPage = n
-				}
-			case strings.HasPrefix(rest, "end "):
-				if n, err := strconv.Atoi(strings.TrimSpace(rest[4:])); err == nil {
-					li.ended, li.endPage = true, n
-				}
-			case strings.HasPrefix(rest, "total "):
-				if n, err := strconv.Atoi(strings.TrimSpace(rest[6:])); err == nil {
-					li.total = n
-				}
-			case strings.HasPrefix(rest, "toc "):
-				ext := strings.TrimSpace(rest[4:])
-				if !seenTOC[ext] {
-					seenTOC[ext] = true
-					li.tocs = append(li.tocs, ext)
-				}
-			}
-			continue
-		}
-
-		// Warnings and their continuation lines.
-		if wm := warningRE.FindStringSubmatch(line); wm != nil {
-			inWarning = wm[1]
-			if inWarning == "" {
-				inWarning = "LaTeX"
-			}
-			if fm := floatRE.FindStringSubmatch(line); fm != nil {
-				if pt, err := strconv.ParseFloat(fm[1], 64); err == nil && pt > li.floatTooLarge {
-					li.floatTooLarge = pt
-				}
-			}
-			switch {
-			case strings.Contains(line, "Rerun to get /PageLabels entry"):
-				li.pageLabels = true
-			case strings.Contains(line, "Rerun"):
-				li.rerun = true
-			}
-			continue
-		}
-		if inWarning != "" {
-			if strings.HasPrefix(line, "("+inWarning+")") {
-				if strings.Contains(line, "Rerun") {
-					li.rerun = true
-				}
-				continue
-			}
-			inWarning = ""
-		}
-
-		if mm := missingRE.FindStringSubmatch(line); mm != nil {
-			if len(li.missing) < maxMissing {
-				entry := glyphName(mm[1]) + " in font " + fontName(mm[2])
-				if !seenMissing[entry] {
-					seenMissing[entry] = true
-					li.missing = append(li.missing, entry)
-				}
-			}
-			continue
-		}
-
-		if om := overflowRE.FindStringSubmatch(line); om != nil {
-			if pt, err := strconv.ParseFloat(om[1], 64); err == nil && pt > li.overflow {
-				li.overflow, li.overflowPage = pt, li.lastPage+1
-			}
-			continue
-		}
-
-		if om := outputRE.FindStringSubmatch(line); om != nil {
-			li.pages, _ = strconv.Atoi(om[1])
-			continue
-		}
-
-		if strings.HasPrefix(line, "! TeX capacity exceeded") || strings.Contains(line, ": TeX capacity exceeded") {
-			li.capacity = true
-		}
-
-		if pendingBang {
-			if fm := fileLineRE.FindStringSubmatch(line); fm != nil {
-				li.errFile = fm[1]
-				li.errLine, _ = strconv.Atoi(fm[2])
-				pendingBang = false
-			} else if bangLines++; bangLines > 40 {
-				pendingBang = false
-			}
-			continue
-		}
-		if li.errMsg != "" {
-			continue
-		}
-		if strings.HasPrefix(line, "! ") {
-			li.errMsg = strings.TrimSpace(line[2:])
-			pendingBang = true
-			bangLines = 0
-			if strings.Contains(line, m+"page limit") {
-				li.pageLimit = true
-			}
-			continue
-		}
-		if fm := fileLineRE.FindStringSubmatch(line); fm != nil {
-			li.errMsg = strings.TrimSpace(fm[3])
-			li.errFile = fm[1]
-			li.errLine, _ = strconv.Atoi(fm[2])
-			if strings.Contains(fm[3], m+"page limit") {
-				li.pageLimit = true
-			}
-		}
+		p.line(sc.Text())
 	}
-	return li
+	return p.li
+}
+
+// logParser is the state of parseLog between lines.
+type logParser struct {
+	li   logInfo
+	mark string // the harness's line prefix
+	// seenMissing and seenTOC keep li.missing and li.tocs free of
+	// repeats.
+	seenMissing map[string]bool
+	seenTOC     map[string]bool
+	// pendingBang: lines after a "! message" error that still lack a
+	// file:line; bangLines counts them.
+	pendingBang bool
+	bangLines   int
+	// inWarning is the package name whose continuation lines "(name)"
+	// follow.
+	inWarning string
+}
+
+// line reads one line of the log. The kinds of line are tried in an
+// order that matters: the harness's own lines first, then warnings
+// (whose continuation lines would otherwise look like anything), then
+// the measures, and errors last.
+func (p *logParser) line(line string) {
+	if rest, ok := strings.CutPrefix(line, p.mark); ok {
+		p.harness(rest)
+		return
+	}
+	if p.warning(line) || p.measure(line) {
+		return
+	}
+	if strings.HasPrefix(line, "! TeX capacity exceeded") || strings.Contains(line, ": TeX capacity exceeded") {
+		p.li.capacity = true
+	}
+	p.texError(line)
+}
+
+// harness reads a line the harness wrote (rest follows its mark): the
+// page shipped, the end mark, the footer's page total, a contents file.
+func (p *logParser) harness(rest string) {
+	word, arg, found := strings.Cut(rest, " ")
+	if !found {
+		return
+	}
+	arg = strings.TrimSpace(arg)
+	if word == "toc" {
+		if !p.seenTOC[arg] {
+			p.seenTOC[arg] = true
+			p.li.tocs = append(p.li.tocs, arg)
+		}
+		return
+	}
+	n, err := strconv.Atoi(arg)
+	if err != nil {
+		return
+	}
+	switch word {
+	case "page":
+		p.li.lastPage = n
+	case "end":
+		p.li.ended, p.li.endPage = true, n
+	case "total":
+		p.li.total = n
+	}
+}
+
+// warning reads a warning's first line or a continuation line of one,
+// and reports whether line was either.
+func (p *logParser) warning(line string) bool {
+	if wm := warningRE.FindStringSubmatch(line); wm != nil {
+		p.inWarning = wm[1]
+		if p.inWarning == "" {
+			p.inWarning = "LaTeX"
+		}
+		if fm := floatRE.FindStringSubmatch(line); fm != nil {
+			if pt, err := strconv.ParseFloat(fm[1], 64); err == nil && pt > p.li.floatTooLarge {
+				p.li.floatTooLarge = pt
+			}
+		}
+		switch {
+		case strings.Contains(line, "Rerun to get /PageLabels entry"):
+			p.li.pageLabels = true
+		case strings.Contains(line, "Rerun"):
+			p.li.rerun = true
+		}
+		return true
+	}
+	if p.inWarning == "" {
+		return false
+	}
+	if strings.HasPrefix(line, "("+p.inWarning+")") {
+		if strings.Contains(line, "Rerun") {
+			p.li.rerun = true
+		}
+		return true
+	}
+	p.inWarning = ""
+	return false
+}
+
+// measure reads a line that reports a missing glyph, a page's overflow
+// or the page count, and reports whether line was one.
+func (p *logParser) measure(line string) bool {
+	if mm := missingRE.FindStringSubmatch(line); mm != nil {
+		if len(p.li.missing) < maxMissing {
+			entry := glyphName(mm[1]) + " in font " + fontName(mm[2])
+			if !p.seenMissing[entry] {
+				p.seenMissing[entry] = true
+				p.li.missing = append(p.li.missing, entry)
+			}
+		}
+		return true
+	}
+	if om := overflowRE.FindStringSubmatch(line); om != nil {
+		if pt, err := strconv.ParseFloat(om[1], 64); err == nil && pt > p.li.overflow {
+			p.li.overflow, p.li.overflowPage = pt, p.li.lastPage+1
+		}
+		return true
+	}
+	if om := outputRE.FindStringSubmatch(line); om != nil {
+		p.li.pages, _ = strconv.Atoi(om[1])
+		return true
+	}
+	return false
+}
+
+// texError reads the first error: a "! message" line, whose file:line
+// follows within 40 lines, or a file:line: message line.
+func (p *logParser) texError(line string) {
+	if p.pendingBang {
+		if fm := fileLineRE.FindStringSubmatch(line); fm != nil {
+			p.li.errFile = fm[1]
+			p.li.errLine, _ = strconv.Atoi(fm[2])
+			p.pendingBang = false
+		} else if p.bangLines++; p.bangLines > 40 {
+			p.pendingBang = false
+		}
+		return
+	}
+	if p.li.errMsg != "" {
+		return
+	}
+	if strings.HasPrefix(line, "! ") {
+		p.li.errMsg = strings.TrimSpace(line[2:])
+		p.pendingBang = true
+		p.bangLines = 0
+		p.li.pageLimit = strings.Contains(line, p.mark+"page limit")
+		return
+	}
+	if fm := fileLineRE.FindStringSubmatch(line); fm != nil {
+		p.li.errMsg = strings.TrimSpace(fm[3])
+		p.li.errFile = fm[1]
+		p.li.errLine, _ = strconv.Atoi(fm[2])
+		p.li.pageLimit = strings.Contains(fm[3], p.mark+"page limit")
+	}
 }
 
 // glyphName turns "☃ (U+2603)" into "U+2603 ☃".

@@ -152,7 +152,7 @@ func prepareTextFonts(root string) (string, error) {
 			err = os.Rename(f.Name(), dst)
 		}
 		if err != nil {
-			os.Remove(f.Name())
+			_ = os.Remove(f.Name())
 			return "", fmt.Errorf("font %s: %w", dst, err)
 		}
 	}
@@ -176,7 +176,9 @@ func FontEnv() (string, error) {
 func findFont(name string) string {
 	for _, root := range fontFolders {
 		var hit string
-		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		// The callback passes over what it cannot read and stops at a
+		// hit: the walk has no error to return.
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
 			}
@@ -305,16 +307,7 @@ func textLayerCopy(font []byte, rename [][2]string) ([]byte, error) {
 			return nil, fmt.Errorf("GSUB: %w", err)
 		}
 	}
-	text := maps.Clone(full)
-	maps.DeleteFunc(text, func(r rune, _ uint16) bool { return presentationForm(r) })
-	letters := glyphLetters(text, subst)
-	// A glyph only a presentation form reaches (the spacing forms of the
-	// vowel marks, U+FE70–FE7F) stands for the letters it decomposes to.
-	for r, g := range full {
-		if presentationForm(r) && letters[g] == nil {
-			letters[g] = []rune(norm.NFKC.String(string(r)))
-		}
-	}
+	text, letters := textLetters(full, subst)
 	layer := layerCmap(text, subst, letters)
 	if tables[ci].data, err = buildCmap(full, layer); err != nil {
 		return nil, fmt.Errorf("cmap: %w", err)
@@ -334,6 +327,22 @@ func textLayerCopy(font []byte, rename [][2]string) ([]byte, error) {
 		}
 	}
 	return writeSfnt(version, tables), nil
+}
+
+// textLetters returns the font's cmap full less its presentation forms
+// (the text a reader should get back), and the letters each glyph stands
+// for. A glyph only a presentation form reaches (the spacing forms of
+// the vowel marks, U+FE70–FE7F) stands for the letters it decomposes to.
+func textLetters(full map[rune]uint16, subst map[uint16][][]uint16) (map[rune]uint16, map[uint16][]rune) {
+	text := maps.Clone(full)
+	maps.DeleteFunc(text, func(r rune, _ uint16) bool { return presentationForm(r) })
+	letters := glyphLetters(text, subst)
+	for r, g := range full {
+		if presentationForm(r) && letters[g] == nil {
+			letters[g] = []rune(norm.NFKC.String(string(r)))
+		}
+	}
+	return text, letters
 }
 
 // layerCmap is the text layer's cmap: text less every Arabic letter that
@@ -679,35 +688,18 @@ func (r gsubReader) coverage(at int) []uint16 {
 	return gs
 }
 
-// subtable reads one substitution subtable of lookup type t at st.
+// subtable reads one substitution subtable of lookup type t at st and
+// calls add with each output glyph and the input glyphs it comes from.
+// Contextual lookups (5, 6) only choose among the others' substitutions
+// and add nothing of their own.
 func (r gsubReader) subtable(t, st int, add func(out uint16, in ...uint16)) {
 	switch t {
 	case 1:
-		cov := r.coverage(st + r.u16(st+2))
-		switch r.u16(st) {
-		case 1:
-			delta := uint16(r.u16(st + 4))
-			for _, g := range cov {
-				add(g+delta, g)
-			}
-		case 2:
-			for i, g := range cov {
-				if i < r.u16(st+4) {
-					add(uint16(r.u16(st+6+2*i)), g)
-				}
-			}
-		}
+		r.single(st, add)
 	case 2, 3: // multiple, alternate: each output glyph from its input
-		cov := r.coverage(st + r.u16(st+2))
-		for i, g := range cov {
-			if i >= r.u16(st+4) {
-				break
-			}
-			seq := st + r.u16(st+6+2*i)
-			for k := range r.u16(seq) {
-				add(uint16(r.u16(seq+2+2*k)), g)
-			}
-		}
+		r.multiple(st, add)
+	case 4:
+		r.ligature(st, add)
 	case 8: // reverse chaining single substitution
 		cov := r.coverage(st + r.u16(st+2))
 		back := r.u16(st + 4)
@@ -718,21 +710,59 @@ func (r gsubReader) subtable(t, st int, add func(out uint16, in ...uint16)) {
 				add(uint16(r.u16(count+2+2*i)), g)
 			}
 		}
-	case 4:
-		cov := r.coverage(st + r.u16(st+2))
-		for i, first := range cov {
-			if i >= r.u16(st+4) {
-				break
+	}
+}
+
+// single reads a single substitution subtable (lookup type 1) in either
+// of its formats: a delta added to each glyph, or a list of glyphs.
+func (r gsubReader) single(st int, add func(out uint16, in ...uint16)) {
+	cov := r.coverage(st + r.u16(st+2))
+	switch r.u16(st) {
+	case 1:
+		delta := uint16(r.u16(st + 4))
+		for _, g := range cov {
+			add(g+delta, g)
+		}
+	case 2:
+		for i, g := range cov {
+			if i < r.u16(st+4) {
+				add(uint16(r.u16(st+6+2*i)), g)
 			}
-			set := st + r.u16(st+6+2*i)
-			for k := range r.u16(set) {
-				lig := set + r.u16(set+2+2*k)
-				in := []uint16{first}
-				for c := 1; c < r.u16(lig+2); c++ {
-					in = append(in, uint16(r.u16(lig+4+2*(c-1))))
-				}
-				add(uint16(r.u16(lig)), in...)
+		}
+	}
+}
+
+// multiple reads a multiple or alternate substitution subtable (lookup
+// types 2 and 3, of one layout): a sequence of glyphs per input glyph.
+func (r gsubReader) multiple(st int, add func(out uint16, in ...uint16)) {
+	cov := r.coverage(st + r.u16(st+2))
+	for i, g := range cov {
+		if i >= r.u16(st+4) {
+			break
+		}
+		seq := st + r.u16(st+6+2*i)
+		for k := range r.u16(seq) {
+			add(uint16(r.u16(seq+2+2*k)), g)
+		}
+	}
+}
+
+// ligature reads a ligature substitution subtable (lookup type 4): per
+// first glyph, a set of ligatures, each with the glyphs that follow.
+func (r gsubReader) ligature(st int, add func(out uint16, in ...uint16)) {
+	cov := r.coverage(st + r.u16(st+2))
+	for i, first := range cov {
+		if i >= r.u16(st+4) {
+			break
+		}
+		set := st + r.u16(st+6+2*i)
+		for k := range r.u16(set) {
+			lig := set + r.u16(set+2+2*k)
+			in := []uint16{first}
+			for c := 1; c < r.u16(lig+2); c++ {
+				in = append(in, uint16(r.u16(lig+4+2*(c-1))))
 			}
+			add(uint16(r.u16(lig)), in...)
 		}
 	}
 }
@@ -742,60 +772,84 @@ func (r gsubReader) subtable(t, st int, add func(out uint16, in ...uint16)) {
 // from, traced back through the substitutions. Glyphs it cannot trace are
 // left out.
 func glyphLetters(cmap map[rune]uint16, subst map[uint16][][]uint16) map[uint16][]rune {
-	direct := map[uint16]rune{}
-	for r, g := range cmap {
-		if old, ok := direct[g]; !ok || r < old {
-			direct[g] = r
-		}
+	lt := letterTracer{
+		direct:   map[uint16]rune{},
+		subst:    subst,
+		memo:     map[uint16][]rune{},
+		visiting: map[uint16]bool{},
 	}
-	memo := map[uint16][]rune{}
-	visiting := map[uint16]bool{}
-	var trace func(g uint16) []rune
-	trace = func(g uint16) []rune {
-		if r, ok := direct[g]; ok {
-			return []rune{r}
+	for r, g := range cmap {
+		if old, ok := lt.direct[g]; !ok || r < old {
+			lt.direct[g] = r
 		}
-		if l, ok := memo[g]; ok {
-			return l
-		}
-		if visiting[g] {
-			return nil
-		}
-		visiting[g] = true
-		defer delete(visiting, g)
-		var best []rune
-		for _, in := range subst[g] {
-			var l []rune
-			for _, c := range in {
-				cl := trace(c)
-				if cl == nil {
-					l = nil
-					break
-				}
-				l = append(l, cl...)
-			}
-			// Prefer the shortest spelling (a glyph made both from one
-			// letter and from a ligature of two is the letter), then the
-			// lowest code points: where the font draws two letters alike
-			// (ه and ە, ف and ڧ in some forms), the letter of the
-			// Arabic block comes before those of its extensions.
-			if l != nil && (best == nil || len(l) < len(best) || (len(l) == len(best) && slices.Compare(l, best) < 0)) {
-				best = l
-			}
-		}
-		memo[g] = best
-		return best
 	}
 	out := map[uint16][]rune{}
-	for g, r := range direct {
+	for g, r := range lt.direct {
 		out[g] = []rune{r}
 	}
 	for g := range subst {
-		if l := trace(g); l != nil && out[g] == nil {
+		if l := lt.trace(g); l != nil && out[g] == nil {
 			out[g] = l
 		}
 	}
 	return out
+}
+
+// letterTracer traces glyphs back through the substitutions to the
+// letters cmap maps to them (direct), remembering what it found and
+// which glyphs it is tracing (so that a cycle of substitutions ends).
+type letterTracer struct {
+	direct   map[uint16]rune
+	subst    map[uint16][][]uint16
+	memo     map[uint16][]rune
+	visiting map[uint16]bool
+}
+
+// trace returns the letters glyph g stands for, nil when it cannot tell.
+func (lt *letterTracer) trace(g uint16) []rune {
+	if r, ok := lt.direct[g]; ok {
+		return []rune{r}
+	}
+	if l, ok := lt.memo[g]; ok {
+		return l
+	}
+	if lt.visiting[g] {
+		return nil
+	}
+	lt.visiting[g] = true
+	defer delete(lt.visiting, g)
+	var best []rune
+	for _, in := range lt.subst[g] {
+		if l := lt.spell(in); l != nil && betterSpelling(l, best) {
+			best = l
+		}
+	}
+	lt.memo[g] = best
+	return best
+}
+
+// spell returns the letters of the input glyphs in, nil when one of them
+// cannot be traced.
+func (lt *letterTracer) spell(in []uint16) []rune {
+	var l []rune
+	for _, c := range in {
+		cl := lt.trace(c)
+		if cl == nil {
+			return nil
+		}
+		l = append(l, cl...)
+	}
+	return l
+}
+
+// betterSpelling reports whether l spells a glyph better than best (nil:
+// none yet). The shortest spelling wins (a glyph made both from one
+// letter and from a ligature of two is the letter), then the lowest code
+// points: where the font draws two letters alike (ه and ە, ف and ڧ in
+// some forms), the letter of the Arabic block comes before those of its
+// extensions.
+func betterSpelling(l, best []rune) bool {
+	return best == nil || len(l) < len(best) || (len(l) == len(best) && slices.Compare(l, best) < 0)
 }
 
 // renamePost rewrites the glyph names of a version 2 post table so that
@@ -815,14 +869,9 @@ func renamePost(b []byte, letters map[uint16][]rune, reached map[uint16]bool) ([
 	if len(b) < 34+2*n {
 		return nil, errors.New("glyph name indexes cut short")
 	}
-	var names []string
-	for at := 34 + 2*n; at < len(b); {
-		l := int(b[at])
-		if at+1+l > len(b) {
-			return nil, errors.New("glyph name past the table")
-		}
-		names = append(names, string(b[at+1:at+1+l]))
-		at += 1 + l
+	names, err := postNames(b[34+2*n:])
+	if err != nil {
+		return nil, err
 	}
 	out := slices.Clone(b[:34+2*n])
 	for g := range n {
@@ -840,21 +889,10 @@ func renamePost(b []byte, letters map[uint16][]rune, reached map[uint16]bool) ([
 			// its name, presentation forms spelled out.
 			l = nameLetters(old)
 		}
-		if l == nil || slices.ContainsFunc(l, func(r rune) bool { return r > 0xFFFF || (r >= 0xD800 && r <= 0xDFFF) }) {
-			continue
+		if name, ok := letterGlyphName(l, old); ok {
+			binary.BigEndian.PutUint16(out[34+2*g:], uint16(258+len(names)))
+			names = append(names, name)
 		}
-		var name strings.Builder
-		name.WriteString("uni")
-		for _, r := range l {
-			fmt.Fprintf(&name, "%04X", r)
-		}
-		name.WriteString("." + strings.ReplaceAll(old, ".", "_"))
-		if name.Len() > 63 {
-			// PostScript names are at most 63 characters.
-			continue
-		}
-		binary.BigEndian.PutUint16(out[34+2*g:], uint16(258+len(names)))
-		names = append(names, name.String())
 	}
 	if len(names) > 0xFFFF-258 {
 		return nil, errors.New("too many glyph names")
@@ -864,6 +902,41 @@ func renamePost(b []byte, letters map[uint16][]rune, reached map[uint16]bool) ([
 		out = append(out, name...)
 	}
 	return out, nil
+}
+
+// postNames reads the Pascal strings of a post table's glyph names.
+func postNames(b []byte) ([]string, error) {
+	var names []string
+	for at := 0; at < len(b); {
+		l := int(b[at])
+		if at+1+l > len(b) {
+			return nil, errors.New("glyph name past the table")
+		}
+		names = append(names, string(b[at+1:at+1+l]))
+		at += 1 + l
+	}
+	return names, nil
+}
+
+// letterGlyphName returns the glyph name that spells letters l (uni and
+// their code points) with the glyph's old name after a period, or false
+// when l is empty, has a letter beyond the BMP (or a surrogate), which
+// uniXXXX cannot spell, or the name would exceed PostScript's 63
+// characters.
+func letterGlyphName(l []rune, old string) (string, bool) {
+	if l == nil || slices.ContainsFunc(l, func(r rune) bool { return r > 0xFFFF || (r >= 0xD800 && r <= 0xDFFF) }) {
+		return "", false
+	}
+	var name strings.Builder
+	name.WriteString("uni")
+	for _, r := range l {
+		fmt.Fprintf(&name, "%04X", r)
+	}
+	name.WriteString("." + strings.ReplaceAll(old, ".", "_"))
+	if name.Len() > 63 {
+		return "", false
+	}
+	return name.String(), true
 }
 
 // nameLetters reads a glyph name of uniXXXX components (Adobe Glyph List

@@ -57,12 +57,50 @@ const forkProbe = 1
 // output driver's pipe in a child (a placeholder in the zygote).
 const zygoteCtlFD = 4
 
-// buildShim compiles the shim into dir, named by its source's hash, unless
-// it is there already, and returns its path. It needs a C compiler (gcc or
-// cc); without one the pool keeps warm processes of its own.
-func buildShim(dir string) (string, error) {
+// shimName is the file name of the shim built from shimSource, named by
+// the source's hash as scripts/shim.sh names it, so a shim of another
+// source is never loaded.
+func shimName() string {
 	sum := sha256.Sum256(shimSource)
-	name := "zygote-" + hex.EncodeToString(sum[:8])
+	return "zygote-" + hex.EncodeToString(sum[:8]) + ".so"
+}
+
+// shimDirs are the folders a prebuilt shim (scripts/shim.sh) is looked for
+// in: beside the running binary (bin/ of `make build`) and ../lib/outprint
+// from there (the image's /usr/local/lib/outprint).
+func shimDirs() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	dir := filepath.Dir(exe)
+	return []string{dir, filepath.Join(dir, "..", "lib", "outprint")}
+}
+
+// prebuiltShim returns the path of the file name in the first of dirs that
+// has it as a regular file, "" when none does.
+func prebuiltShim(name string, dirs []string) string {
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// buildShim returns the path of the shim: the prebuilt one (shimDirs), or
+// else one compiled into dir unless it is there already. Compiling is the
+// development fallback and needs a C compiler (gcc or cc); without one the
+// pool keeps warm processes of its own.
+func buildShim(dir string) (string, error) {
+	if p := prebuiltShim(shimName(), shimDirs()); p != "" {
+		return p, nil
+	}
+	name := strings.TrimSuffix(shimName(), ".so")
 	out := filepath.Join(dir, name+".so")
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
@@ -84,7 +122,7 @@ func buildShim(dir string) (string, error) {
 	tmp := out + ".tmp"
 	cmd := exec.Command(cc, "-O2", "-shared", "-fPIC", "-Wl,-z,now", "-o", tmp, src, "-ldl")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // err is the error; tmp is what cc may have left
 		return "", fmt.Errorf("build zygote shim: %v: %s", err, lastLines(string(b), 5))
 	}
 	if err := os.Rename(tmp, out); err != nil {
@@ -276,7 +314,7 @@ func (p *Pool) probe(z *zygote, stop <-chan struct{}) error {
 	if err != nil {
 		return fmt.Errorf("probe folder: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // scratch: a failure costs only disk
 	nonce := newNonce()
 	if err := writeFile(dir, "body.tex", bodyFile(probeDocument)); err != nil {
 		return err
@@ -325,19 +363,23 @@ func (p *Pool) startGated(dir, program string, args []string, gate, shim string,
 	}
 	ours := os.NewFile(uintptr(fds[0]), "zygote-ctl")
 	theirs := os.NewFile(uintptr(fds[1]), "zygote-ctl-peer")
-	defer theirs.Close()
+	// Our copies of the descriptors go once the process and the
+	// net.Conn hold theirs; the errors of the Closes here and below (a
+	// socket, /dev/null, a connection on a failed start) report nothing
+	// about the zygote, so they are dropped.
+	defer func() { _ = theirs.Close() }()
 	c, err := net.FileConn(ours)
-	ours.Close()
+	_ = ours.Close()
 	if err != nil {
 		return nil, nil, fmt.Errorf("control socket: %w", err)
 	}
 	ctl := c.(*net.UnixConn)
 	placeholder, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		ctl.Close()
+		_ = ctl.Close()
 		return nil, nil, err
 	}
-	defer placeholder.Close()
+	defer func() { _ = placeholder.Close() }()
 	pr, err := p.sb.startProgram(dir, program, args, cpu, nil, spawn{
 		extra: []*os.File{placeholder, theirs},
 		env: append([]string{
@@ -347,16 +389,21 @@ func (p *Pool) startGated(dir, program string, args []string, gate, shim string,
 		}, env...),
 	})
 	if err != nil {
-		ctl.Close()
+		_ = ctl.Close()
 		return nil, nil, err
 	}
 	// The process says "R" on the control socket when it is at its gate.
 	ready := make(chan error, 1)
 	go func() { // ends when the process answers, dies, or the deadline passes
-		ctl.SetReadDeadline(time.Now().Add(p.cfg.WarmupTimeout))
+		// Without its deadline the read could wait for ever on a
+		// process stuck before its gate.
+		if err := ctl.SetReadDeadline(time.Now().Add(p.cfg.WarmupTimeout)); err != nil {
+			ready <- fmt.Errorf("control socket deadline: %w", err)
+			return
+		}
 		var b [8]byte
 		n, err := ctl.Read(b[:])
-		ctl.SetReadDeadline(time.Time{})
+		_ = ctl.SetReadDeadline(time.Time{}) // every later read sets its own
 		if err == nil && (n != 1 || b[0] != 'R') {
 			err = fmt.Errorf("zygote said %q", b[:n])
 		}
@@ -367,11 +414,11 @@ func (p *Pool) startGated(dir, program string, args []string, gate, shim string,
 		if err != nil {
 			pr.killGroup()
 			st := pr.reap()
-			ctl.Close()
+			_ = ctl.Close()
 			return nil, nil, &gateError{err: err, state: st, output: pr.output()}
 		}
 	case <-stop:
-		ctl.Close()
+		_ = ctl.Close()
 		pr.killGroup()
 		pr.reap()
 		return nil, nil, ErrPoolClosed
@@ -387,15 +434,17 @@ func (z *zygote) close() {
 		if x == nil {
 			continue
 		}
+		// The zygote is ending: a socket's Close reports nothing about
+		// it, and the folder is scratch space (a failure costs disk).
 		if x.ctl != nil {
-			x.ctl.Close()
+			_ = x.ctl.Close()
 		}
 		if x.p != nil {
 			x.p.killGroup()
 			x.p.reap()
 		}
 	}
-	os.RemoveAll(z.dir)
+	_ = os.RemoveAll(z.dir)
 }
 
 // cpu is the CPU time of the zygote and its driver zygote so far (or in
@@ -420,7 +469,7 @@ func (z *zygote) fork(dir string, out, driver, goR *os.File, cpuSeconds uint64, 
 	if err != nil {
 		return 0, fmt.Errorf("child folder: %w", err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }() // only passed on
 	msg := make([]byte, 16, 16+len(dir)+1)
 	binary.NativeEndian.PutUint64(msg, cpuSeconds)
 	if probe {
@@ -438,13 +487,18 @@ func (z *zygote) fork(dir string, out, driver, goR *os.File, cpuSeconds uint64, 
 		return 0, errZygoteGone
 	default:
 	}
+	// The deadline is set before the request, so that a socket that
+	// takes none fails before a child is forked; without it the read
+	// could wait for ever on a stuck zygote.
+	if err := z.ctl.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return 0, fmt.Errorf("%w: %v", errZygoteGone, err)
+	}
 	if _, _, err := z.ctl.WriteMsgUnix(msg, rights, nil); err != nil {
 		return 0, fmt.Errorf("%w: %v", errZygoteGone, err)
 	}
-	z.ctl.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var b [4]byte
 	n, err := z.ctl.Read(b[:])
-	z.ctl.SetReadDeadline(time.Time{})
+	_ = z.ctl.SetReadDeadline(time.Time{}) // every read sets its own
 	if err != nil || n != 4 {
 		// A zygote that does not answer is of no use: it retires.
 		z.doRetire()
@@ -470,9 +524,11 @@ func (p *Pool) spawn(z *zygote, dir string, fd3, goR *os.File, cpuSeconds uint64
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	pid, err := z.fork(dir, pw, fd3, goR, cpuSeconds, probe)
-	pw.Close()
+	// Our copy of the write end goes once the child holds its own; the
+	// Closes of a pipe's ends report nothing about the child.
+	_ = pw.Close()
 	if err != nil {
-		pr.Close()
+		_ = pr.Close()
 		return nil, err
 	}
 	// The child makes its group itself; doing it here too means the
@@ -480,8 +536,8 @@ func (p *Pool) spawn(z *zygote, dir string, fd3, goR *os.File, cpuSeconds uint64
 	_ = unix.Setpgid(pid, pid)
 	osp, err := os.FindProcess(pid)
 	if err != nil { // never on Linux
-		unix.Kill(pid, unix.SIGKILL)
-		pr.Close()
+		_ = unix.Kill(pid, unix.SIGKILL) // err is the error
+		_ = pr.Close()
 		return nil, fmt.Errorf("zygote child: %w", err)
 	}
 	c := &proc{

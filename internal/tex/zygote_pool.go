@@ -94,23 +94,49 @@ func (p *Pool) zygoteOffLocked() string {
 	return ""
 }
 
-// ensureZygotesLocked starts zygotes for prof: one while a profile is in
-// use (Min > 0 or a render within the idle timeout), and a spare warming
-// once that one is ready, so a retirement never leaves renders without.
+// zygoteWantLocked is how many zygotes prof keeps: two while renders use
+// it (the spare warms once the first is ready, so a retirement never
+// leaves renders without), one when only Min keeps it warm, none when it
+// is unused (the janitor retires the rest, sweep).
+func (p *Pool) zygoteWantLocked(prof *profile) int {
+	switch {
+	case p.inUseLocked(prof):
+		return 2
+	case prof.min > 0:
+		return 1
+	}
+	return 0
+}
+
+// ensureZygotesLocked starts the zygotes prof wants (zygoteWantLocked),
+// within the memory budget: a spare only with room left for a process
+// of its own beside it, since a spare is worth less than a render.
 func (p *Pool) ensureZygotesLocked(prof *profile) {
 	z := &prof.zygotes
-	if p.closed || p.zygoteOffLocked() != "" || time.Since(z.failedAt) < zygoteRetry {
+	if p.closed || p.zygoteOffLocked() != "" || p.now().Sub(z.failedAt) < zygoteRetry {
 		return
 	}
-	want := 0
-	if prof.min > 0 || time.Since(prof.lastUsed) < p.cfg.IdleTimeout {
-		want = 1
-		if len(z.ready) > 0 {
-			want = 2
-		}
+	starved := p.starvedLocked()
+	want := p.zygoteWantLocked(prof)
+	if len(z.ready) == 0 {
+		want = min(want, 1)
 	}
 	for len(z.ready)+z.starting < want {
+		need := int64(zygoteBytes)
+		if len(z.ready)+z.starting > 0 {
+			need += ownBytes
+		}
+		if starved {
+			// A render waits for a process: the zygote must leave
+			// room for it (under saturation renders wait all the time,
+			// and zygotes must still start where memory allows).
+			need += ownBytes
+		}
+		if !p.fitsLocked(need) {
+			return
+		}
 		z.starting++
+		p.addMemLocked(zygoteBytes)
 		p.wg.Add(1)
 		go p.tendZygote(prof)
 	}
@@ -128,6 +154,17 @@ func (p *Pool) zygoteReady(prof *profile) bool {
 // zygote is gone.
 func (p *Pool) tendZygote(prof *profile) {
 	defer p.wg.Done()
+	defer func() {
+		// Its memory is free: a render waiting for room goes on, else
+		// what it made room for starts (its replacement, a spare).
+		p.mu.Lock()
+		p.mem -= zygoteBytes
+		if !p.closed {
+			p.replenishAll()
+		}
+		p.notifyLocked()
+		p.mu.Unlock()
+	}()
 	p.mu.Lock()
 	build := !p.zyg.shimDone
 	p.zyg.shimDone = true
@@ -159,7 +196,7 @@ func (p *Pool) tendZygote(prof *profile) {
 	if err != nil {
 		if !p.closed && shim != "" {
 			p.zyg.stats.ZygoteFailures++
-			prof.zygotes.failedAt = time.Now()
+			prof.zygotes.failedAt = p.now()
 			prof.zygotes.lastErr = err
 		}
 		p.notifyLocked()
@@ -172,33 +209,33 @@ func (p *Pool) tendZygote(prof *profile) {
 		return
 	}
 	prof.zygotes.ready = append(prof.zygotes.ready, z)
+	// Processes of their own that warmed while the zygote started hold
+	// as much memory as it does; its children, which share its pages,
+	// replace them (discard replenishes).
+	for i := 0; i < len(prof.warm); {
+		if wp := prof.warm[i]; wp.goW == nil {
+			prof.warm = append(prof.warm[:i], prof.warm[i+1:]...)
+			wp.state = stateDead
+			wp.p.killGroup()
+			continue
+		}
+		i++
+	}
 	p.replenishLocked(prof) // the spare
 	p.notifyLocked()
 	p.mu.Unlock()
+	p.signals.ZygoteWarmed.Signal(struct{}{})
 
+	// The janitor retires a zygote its profile no longer wants (sweep)
+	// through z.retire.
 	life := time.NewTimer(p.cfg.Zygote.Lifetime)
 	defer life.Stop()
-	// A profile nobody used for the idle timeout (and without Min)
-	// keeps no zygote, as it keeps no warm process.
-	idle := time.NewTicker(p.cfg.IdleTimeout / 2)
-	defer idle.Stop()
-watch:
-	for {
-		select {
-		case <-z.p.exited:
-		case <-z.drv.p.exited:
-		case <-z.retire:
-		case <-life.C:
-		case <-p.stop:
-		case <-idle.C:
-			p.mu.Lock()
-			unused := prof.min == 0 && time.Since(prof.lastUsed) >= p.cfg.IdleTimeout
-			p.mu.Unlock()
-			if !unused {
-				continue
-			}
-		}
-		break watch
+	select {
+	case <-z.p.exited:
+	case <-z.drv.p.exited:
+	case <-z.retire:
+	case <-life.C:
+	case <-p.stop:
 	}
 	p.retireZygote(z)
 
@@ -221,6 +258,10 @@ watch:
 func (p *Pool) retireZygote(z *zygote) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.retireZygoteLocked(z)
+}
+
+func (p *Pool) retireZygoteLocked(z *zygote) {
 	if z.retired {
 		return
 	}
@@ -286,12 +327,13 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 			continue
 		}
 		if err != nil {
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir) // err is the error; dir is scratch
 			return err
 		}
 		p.mu.Lock()
 		p.zyg.stats.Forked++
 		p.mu.Unlock()
+		p.signals.Forked.Signal(struct{}{})
 		z.mu.Lock()
 		n := z.forks
 		z.mu.Unlock()
@@ -302,7 +344,7 @@ func (p *Pool) warmSlot(wp *warmProc) error {
 		wp.warmCPU = procCPU(child.pid) + procCPU(child.follower.pid)
 		return nil
 	}
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir) // scratch: a failure costs only disk
 	return errZygoteGone
 }
 
@@ -316,19 +358,21 @@ func (p *Pool) forkPair(z *zygote, dir string, onLine func(string), probe bool) 
 	if err != nil {
 		return nil, nil, err
 	}
-	defer null.Close()
+	// Our copies of /dev/null and of the pipes' ends go once the children
+	// hold theirs; their Closes report nothing about the children.
+	defer func() { _ = null.Close() }()
 	dgoR, dgoW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("go pipe: %w", err)
 	}
 	drv, err := p.spawn(z.drv, dir, null, dgoR, cpu, probe, nil)
-	dgoR.Close()
+	_ = dgoR.Close()
 	if err != nil {
-		dgoW.Close()
+		_ = dgoW.Close()
 		return nil, nil, err
 	}
 	dropDriver := func() {
-		dgoW.Close() // unwritten: the driver child exits
+		_ = dgoW.Close() // unwritten: the driver child exits
 		drv.killGroup()
 		drv.reap()
 	}
@@ -338,9 +382,9 @@ func (p *Pool) forkPair(z *zygote, dir string, onLine func(string), probe bool) 
 		return nil, nil, fmt.Errorf("go pipe: %w", err)
 	}
 	child, err := p.spawn(z, dir, null, goR, cpu, probe, onLine)
-	goR.Close()
+	_ = goR.Close()
 	if err != nil {
-		goW.Close()
+		_ = goW.Close()
 		dropDriver()
 		return nil, nil, err
 	}
@@ -352,7 +396,8 @@ func (p *Pool) forkPair(z *zygote, dir string, onLine func(string), probe bool) 
 // there: go.tex (the clock, the page limit, the nonce), then a byte on its
 // go pipe goW, which it closes.
 func goChild(dir, nonce string, goW *os.File, maxPages int) error {
-	defer goW.Close()
+	// The write below is checked; a pipe's Close after it reports nothing.
+	defer func() { _ = goW.Close() }()
 	if err := writeFile(dir, "go.tex", childGo(time.Now(), nonce, maxPages)); err != nil {
 		return err
 	}

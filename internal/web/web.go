@@ -25,6 +25,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/outprint/outprint/internal/httperr"
 )
 
 //go:embed static
@@ -73,22 +75,28 @@ func headers(w http.ResponseWriter, contentType string) {
 	h.Set("Cache-Control", "no-cache")
 }
 
+// errNoFile answers a path that names none of the page's files.
+var errNoFile = httperr.NotFound("", "no such file of the page")
+
 // ServeHTTP answers GET / with the page and GET /assets/{file} with its
-// files; anything else is 404.
+// files; anything else is 404 with the error list, as every outprint
+// answer (httperr).
 func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/" {
 		headers(w, "text/html; charset=utf-8")
-		w.Write(s.index)
+		// A failed write means the client went away; the status is sent
+		// and there is no one left to tell.
+		_, _ = w.Write(s.index)
 		return
 	}
 	name, ok := strings.CutPrefix(r.URL.Path, AssetsPrefix)
 	if !ok || name == "" || strings.Contains(name, "/") || strings.HasSuffix(name, ".html") {
-		http.NotFound(w, r)
+		httperr.Write(w, errNoFile.Answer)
 		return
 	}
 	data, err := fs.ReadFile(s.files, name)
 	if err != nil {
-		http.NotFound(w, r)
+		httperr.Write(w, errNoFile.Answer)
 		return
 	}
 	ct := mime.TypeByExtension(path.Ext(name))
@@ -96,7 +104,7 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ct = "application/octet-stream"
 	}
 	headers(w, ct)
-	w.Write(data)
+	_, _ = w.Write(data) // the client went away: no one left to tell
 }
 
 // Progress answers with the page that watches job id for an Outline
@@ -105,11 +113,43 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Site) Progress(w http.ResponseWriter, r *http.Request, id, title string) {
 	var buf bytes.Buffer
 	if err := s.progress.Execute(&buf, map[string]string{"ID": id, "Title": title}); err != nil {
-		http.Error(w, "internal error", http.StatusInternalServerError)
+		httperr.Write(w, httperr.Of(fmt.Errorf("progress page: %w", err)))
 		return
 	}
 	headers(w, "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	w.Write(buf.Bytes())
+	_, _ = w.Write(buf.Bytes()) // the client went away: no one left to tell
+}
+
+// ProgressStart answers at once with the progress page of a job that is
+// not accepted yet (an Outline document whose images are still being
+// fetched) and flushes it, leaving the page open. The caller ends the page
+// with end: with the accepted job's id, or with the reason the job was not
+// accepted (id empty). The page's script runs once the page is complete
+// and then follows the job.
+func (s *Site) ProgressStart(w http.ResponseWriter, r *http.Request, title string) (end func(id, message string) error, err error) {
+	var buf bytes.Buffer
+	if err := s.progress.Execute(&buf, map[string]string{"ID": "", "Title": title}); err != nil {
+		return nil, fmt.Errorf("progress page: %w", err)
+	}
+	headers(w, "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	// The first Write sends the headers with 200: statuses are the HTTP
+	// edge's to choose, and this page is only ever a success.
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("progress page: %w", err)
+	}
+	// A writer that cannot flush sends the page with its end, as if the
+	// job had been accepted at once.
+	_ = http.NewResponseController(w).Flush()
+	return func(id, message string) error {
+		var buf bytes.Buffer
+		if err := s.progress.ExecuteTemplate(&buf, "late", map[string]string{"ID": id, "Error": message}); err != nil {
+			return fmt.Errorf("progress page: %w", err)
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return fmt.Errorf("progress page: %w", err)
+		}
+		return nil
+	}, nil
 }

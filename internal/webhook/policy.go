@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/outprint/outprint/internal/fetch"
@@ -111,45 +112,78 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 // that resolves to an internal address is refused when dialed. Errors
 // wrap ErrRefused and read well after "callbackUrl: ".
 func (p *Policy) Check(raw string) error {
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
+	u, msg := callbackURL(raw)
+	if msg == "" && !fetch.HostAllowed(p.allow, u) {
+		msg = outsideProblem(u)
 	}
+	if msg != "" {
+		return fmt.Errorf("%w: %s", ErrRefused, msg)
+	}
+	return nil
+}
+
+// callbackURL parses raw and checks the rules every callback URL
+// follows, whatever its host: it returns the URL or the message of the
+// rule it breaks.
+func callbackURL(raw string) (*url.URL, string) {
 	if len(raw) > MaxURL {
-		return refuse("longer than %d bytes", MaxURL)
+		return nil, fmt.Sprintf("longer than %d bytes", MaxURL)
 	}
 	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return refuse("must be an absolute https URL such as https://example.com/hooks/outprint")
+	switch {
+	case err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+		return nil, "must be an absolute https URL such as https://example.com/hooks/outprint"
+	case u.Scheme != "https" && u.Scheme != "http":
+		return nil, fmt.Sprintf("must use https, not %q", u.Scheme)
+	case u.User != nil:
+		return nil, "must not carry user information; authenticate the webhook by its signature"
+	case u.Fragment != "":
+		return nil, "must not have a fragment"
 	}
-	if u.Scheme != "https" && u.Scheme != "http" {
-		return refuse("must use https, not %q", u.Scheme)
-	}
-	if u.User != nil {
-		return refuse("must not carry user information; authenticate the webhook by its signature")
-	}
-	if u.Fragment != "" {
-		return refuse("must not have a fragment")
-	}
-	if fetch.HostAllowed(p.allow, u) {
-		return nil
-	}
+	return u, ""
+}
+
+// outsideProblem checks the callback URL u to a host not in allowHosts:
+// https only, and no host that is plainly internal (a literal internal
+// address in any form, a localhost name). It returns the message of the
+// rule u breaks, or "".
+func outsideProblem(u *url.URL) string {
 	if u.Scheme == "http" {
-		return refuse("must use https (http only for hosts in webhooks.allowHosts)")
+		return "must use https (http only for hosts in webhooks.allowHosts)"
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if bad, why := fetch.Forbidden(ip); bad {
-			return refuse("%s is a %s address, which outprint does not connect to", host, why)
+			return fmt.Sprintf("%s is a %s address, which outprint does not connect to", host, why)
 		}
-		return nil
+		return ""
+	}
+	if endsInNumber(host) {
+		return numericHostProblem(host, u.Hostname())
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return refuse("%s names this machine (loopback), which outprint does not connect to", host)
+		return fmt.Sprintf("%s names this machine (loopback), which outprint does not connect to", host)
 	}
 	if !validHostname(host) {
-		return refuse("%q is not a valid host name", u.Hostname())
+		return fmt.Sprintf("%q is not a valid host name", u.Hostname())
 	}
-	return nil
+	return ""
+}
+
+// numericHostProblem is the message for a host whose last label is a
+// number. It is not a name: an IPv4 address in a form other than dotted
+// decimal (0x7f000001, 2130706433, 127.1, 0177.0.0.1), which getaddrinfo
+// and browsers read as an address and DNS never answers. Refused at once
+// rather than retried for a day.
+func numericHostProblem(host, hostname string) string {
+	ip, ok := legacyIPv4(host)
+	if !ok {
+		return fmt.Sprintf("%q is not a valid host name (it ends in a number but is no IPv4 address)", hostname)
+	}
+	if bad, why := fetch.Forbidden(ip); bad {
+		return fmt.Sprintf("%s is %s, a %s address, which outprint does not connect to", host, ip, why)
+	}
+	return fmt.Sprintf("%s is the address %s in a form that clients read differently; write it as %s", host, ip, ip)
 }
 
 // Default returns the default callback of tenant's user, "" when none.
@@ -179,4 +213,77 @@ func validHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// endsInNumber reports whether host's last label is a number (decimal, or
+// hexadecimal with 0x), which makes the host an IPv4 address to URL
+// parsers (WHATWG URL, "ends in a number") and to getaddrinfo, not a name.
+func endsInNumber(host string) bool {
+	labels := strings.Split(host, ".")
+	last := labels[len(labels)-1]
+	if last == "" && len(labels) > 1 {
+		last = labels[len(labels)-2]
+	}
+	if last == "" {
+		return false
+	}
+	if isDigits(last) {
+		return true
+	}
+	h, ok := strings.CutPrefix(last, "0x")
+	if !ok {
+		h, ok = strings.CutPrefix(last, "0X")
+	}
+	return ok && strings.Trim(h, "0123456789abcdefABCDEF") == ""
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// legacyIPv4 reads host as inet_aton(3) and the WHATWG URL parser do: one
+// to four parts, each decimal, octal (a leading 0) or hexadecimal (0x),
+// the last filling the bytes the others leave.
+func legacyIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(strings.TrimSuffix(host, "."), ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		base := 10
+		switch {
+		case strings.HasPrefix(p, "0x") || strings.HasPrefix(p, "0X"):
+			p, base = p[2:], 16
+		case len(p) > 1 && p[0] == '0':
+			p, base = p[1:], 8
+		}
+		if p == "" && base == 16 {
+			p = "0"
+		}
+		n, err := strconv.ParseUint(p, base, 64)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		nums[i] = n
+	}
+	last := len(nums) - 1
+	for _, n := range nums[:last] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+	}
+	if nums[last] >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	v := nums[last]
+	for i, n := range nums[:last] {
+		v |= n << (8 * (3 - i))
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }

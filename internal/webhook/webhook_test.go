@@ -113,6 +113,24 @@ func TestPolicyCheck(t *testing.T) {
 		{"https:///nohost", "absolute"},
 		{"https://bad_host!.example/", "valid host name"},
 		{"https://hooks.example.com/" + strings.Repeat("a", MaxURL), "longer than"},
+		// IPv4 addresses in the forms getaddrinfo and browsers read
+		// besides dotted decimal: never a name DNS answers.
+		{"https://0x7f000001/hook", "127.0.0.1, a loopback"},
+		{"https://2130706433/hook", "127.0.0.1, a loopback"},
+		{"https://127.1/hook", "127.0.0.1, a loopback"},
+		{"https://0177.0.0.1/hook", "127.0.0.1, a loopback"},
+		{"https://0x7f.1/hook", "127.0.0.1, a loopback"},
+		{"https://0xa9fea9fe/latest", "169.254.169.254, a cloud metadata"},
+		{"https://10.1/hook", "10.0.0.1, a private"},
+		{"https://134744072/hook", "write it as 8.8.8.8"},
+		{"https://8.8.8.010/hook", "write it as 8.8.8.8"},
+		{"https://hooks.example.123/hook", "valid host name"},
+		{"https://1.2.3.4.5/hook", "valid host name"},
+		{"https://0x1g/hook", ""}, // not a number: a name
+		{"https://4294967296/hook", "valid host name"},
+		{"https://127.0.0.3./hook", "loopback"},
+		{"https://hooks.0x7f.example.com/hook", ""}, // a number inside a name
+		{"https://123.example.com/hook", ""},
 	} {
 		err := p.Check(tc.url)
 		switch {

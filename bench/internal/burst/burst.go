@@ -55,7 +55,7 @@ func Post(ctx context.Context, hc *http.Client, base string, n, clients int, doc
 					return
 				}
 				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				d := time.Since(t0)
 				var v struct{ ID string }
 				if resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &v) != nil {

@@ -157,6 +157,9 @@ type Attachment struct {
 	Local bool
 	// Delay holds storage's answer back (until the request is cancelled).
 	Delay time.Duration
+	// Hold, when set, holds storage's answer back until it is closed (or
+	// the request is cancelled): a test decides when the image arrives.
+	Hold <-chan struct{}
 	// StorageStatus, when set, is storage's answer (e.g. 500, or 403 for an
 	// expired signature) instead of the file.
 	StorageStatus int
@@ -424,7 +427,7 @@ func (s *Server) AddImage(path, contentType string, body []byte) string {
 	defer s.mu.Unlock()
 	s.external[path] = func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", contentType)
-		w.Write(body)
+		_, _ = w.Write(body) // see writeJSON
 	}
 	return s.ImagesURL(path)
 }
@@ -479,7 +482,7 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, body map[str
 	if wantsHTML(r) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(status)
-		fmt.Fprintf(w, "<!DOCTYPE html><html><body><h1>%d</h1><p>%v</p></body></html>", status, body["message"])
+		_, _ = fmt.Fprintf(w, "<!DOCTYPE html><html><body><h1>%d</h1><p>%v</p></body></html>", status, body["message"])
 		return
 	}
 	writeJSON(w, status, body)
@@ -490,10 +493,13 @@ func wantsHTML(r *http.Request) bool {
 	return strings.Contains(a, "text/html") && !strings.Contains(a, "application/json")
 }
 
+// writeJSON answers v as JSON. Here and in every other answer of the fake,
+// a write that fails means the client left: the client under test is the
+// one to notice, and the fake has no one to tell, so the error is dropped.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // token finds the request's token the way Outline does, first match wins:
@@ -571,7 +577,7 @@ func (s *Server) serveOutline(w http.ResponseWriter, r *http.Request) {
 	if failure != 0 {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(failure)
-		fmt.Fprintf(w, "<html><body><h1>%d %s</h1></body></html>", failure, http.StatusText(failure))
+		_, _ = fmt.Fprintf(w, "<html><body><h1>%d %s</h1></body></html>", failure, http.StatusText(failure))
 		return
 	}
 	if payment && r.URL.Path != "/api/files.get" {
@@ -583,7 +589,9 @@ func (s *Server) serveOutline(w http.ResponseWriter, r *http.Request) {
 	// Outline's body parser reads JSON only when it is declared as JSON.
 	body := map[string]any{}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body)
+		// A body that is not a JSON object reads as no fields at all,
+		// as a missing parameter.
+		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body)
 	}
 	switch r.URL.Path {
 	case "/api/auth.info":
@@ -702,30 +710,8 @@ func (s *Server) documentsInfo(w http.ResponseWriter, r *http.Request, body map[
 	if !okay {
 		return
 	}
-	id, _ := body["id"].(string)
-	if id == "" {
-		apiError(w, r, 400, "validation_error", "id: one of id or shareId is required", nil)
-		return
-	}
-	var urlID string
-	if !uuidRE.MatchString(id) {
-		m := slugURLIDRE.FindStringSubmatch(id)
-		if m == nil {
-			s.recordedError(w, r, "documents.info-malformed")
-			return
-		}
-		urlID = m[1]
-	}
-	s.mu.Lock()
-	var d *Document
-	for _, doc := range s.docs {
-		if strings.EqualFold(doc.ID, id) || (urlID != "" && doc.URLID == urlID) {
-			d = doc
-		}
-	}
-	s.mu.Unlock()
-	if d == nil {
-		s.recordedError(w, r, "documents.info-unknown")
+	d, ok := s.findDocument(w, r, body)
+	if !ok {
 		return
 	}
 	access, member := s.access(u, d)
@@ -743,7 +729,45 @@ func (s *Server) documentsInfo(w http.ResponseWriter, r *http.Request, body map[
 		name = "documents.info-private-member"
 	}
 	ans := s.rec.body(name)
-	data := object(ans, "data")
+	fillDocument(object(ans, "data"), d, r)
+	grantAbilities(ans["policies"].([]any)[0].(map[string]any), d.ID, access, member)
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// findDocument finds the document of documents.info's id (a UUID, a urlId
+// or a slug-urlId), answering as Outline does when there is none.
+func (s *Server) findDocument(w http.ResponseWriter, r *http.Request, body map[string]any) (*Document, bool) {
+	id, _ := body["id"].(string)
+	if id == "" {
+		apiError(w, r, 400, "validation_error", "id: one of id or shareId is required", nil)
+		return nil, false
+	}
+	var urlID string
+	if !uuidRE.MatchString(id) {
+		m := slugURLIDRE.FindStringSubmatch(id)
+		if m == nil {
+			s.recordedError(w, r, "documents.info-malformed")
+			return nil, false
+		}
+		urlID = m[1]
+	}
+	s.mu.Lock()
+	var d *Document
+	for _, doc := range s.docs {
+		if strings.EqualFold(doc.ID, id) || (urlID != "" && doc.URLID == urlID) {
+			d = doc
+		}
+	}
+	s.mu.Unlock()
+	if d == nil {
+		s.recordedError(w, r, "documents.info-unknown")
+		return nil, false
+	}
+	return d, true
+}
+
+// fillDocument writes d into the recorded answer's data.
+func fillDocument(data map[string]any, d *Document, r *http.Request) {
 	collectionID := d.CollectionID
 	if collectionID == "" {
 		collectionID = "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
@@ -779,8 +803,13 @@ func (s *Server) documentsInfo(w http.ResponseWriter, r *http.Request, body map[
 	} else {
 		data["text"] = d.Text
 	}
-	p := ans["policies"].([]any)[0].(map[string]any)
-	p["id"] = d.ID
+}
+
+// grantAbilities writes the reader's read and download rights into the
+// recorded policy p: membership lists in a private collection (member set),
+// booleans in a workspace-wide one.
+func grantAbilities(p map[string]any, id string, access Access, member string) {
+	p["id"] = id
 	abilities := object(p, "abilities")
 	for k, v := range abilities {
 		if _, isList := v.([]any); isList {
@@ -797,7 +826,6 @@ func (s *Server) documentsInfo(w http.ResponseWriter, r *http.Request, body map[
 		return false
 	}
 	abilities["read"], abilities["download"] = grant(access.Read), grant(access.Download)
-	writeJSON(w, http.StatusOK, ans)
 }
 
 // collectionsInfo answers collections.info-open.json with the collection
@@ -945,7 +973,7 @@ func (s *Server) attachmentsRedirect(w http.ResponseWriter, r *http.Request, bod
 	w.Header().Set("Location", target)
 	w.Header().Set("Content-Type", rec.Headers["Content-Type"])
 	w.WriteHeader(rec.Status)
-	io.WriteString(w, "Redirecting to "+target)
+	_, _ = io.WriteString(w, "Redirecting to "+target)
 }
 
 // filesGet serves a local-storage attachment by signature, like Outline's
@@ -983,19 +1011,26 @@ func serveAttachment(w http.ResponseWriter, r *http.Request, a *Attachment) {
 			return
 		}
 	}
+	if a.Hold != nil {
+		select {
+		case <-a.Hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if a.StorageStatus != 0 {
 		storageError(w, a.StorageStatus, http.StatusText(a.StorageStatus))
 		return
 	}
 	w.Header().Set("Content-Type", a.ContentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(a.Body)))
-	w.Write(a.Body)
+	_, _ = w.Write(a.Body)
 }
 
 func storageError(w http.ResponseWriter, status int, code string) {
 	w.Header().Set("Content-Type", "application/xml")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code></Error>`, code)
+	_, _ = fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code></Error>`, code)
 }
 
 func (s *Server) serveImages(w http.ResponseWriter, r *http.Request) {

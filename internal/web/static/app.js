@@ -233,7 +233,9 @@ function watch(id) {
   const ctl = new AbortController();
   watching = { id, abort: ctl };
   $('job').hidden = false;
-  $('job-title').textContent = 'Job ' + id.slice(0, 8);
+  // Job ids are UUIDv7: their first characters are the time, shared by
+  // jobs made together, their last ones random.
+  $('job-title').textContent = 'Job ' + id.slice(-8);
   $('thumbs').replaceChildren();
   $('preview-title').hidden = true;
   $('download').hidden = true;
@@ -254,6 +256,8 @@ function watch(id) {
 }
 
 function show(ev) {
+  // The document's title tells jobs made a minute apart from each other.
+  if (ev.title) $('job-title').textContent = ev.title;
   const st = $('j-state');
   st.textContent = STATES[ev.state] || ev.state;
   st.className = 'state-' + ev.state;
@@ -409,6 +413,8 @@ async function loadJobs() {
   rows.replaceChildren();
   for (const j of body.jobs || []) {
     const tr = document.createElement('tr');
+    const title = document.createElement('td');
+    title.textContent = j.title || '—';
     const created = document.createElement('td');
     created.textContent = new Date(j.createdAt).toLocaleString();
     const state = document.createElement('td');
@@ -419,9 +425,9 @@ async function loadJobs() {
     const link = document.createElement('td');
     const a = document.createElement('a');
     a.href = '#job=' + j.id;
-    a.textContent = 'Open ' + j.id.slice(0, 8);
+    a.textContent = 'Open ' + j.id.slice(-8);
     link.append(a);
-    tr.append(created, state, pages, link);
+    tr.append(title, created, state, pages, link);
     rows.append(tr);
   }
   $('no-jobs').hidden = (body.jobs || []).length > 0;

@@ -20,10 +20,42 @@ func (s *codeSpanParser) Trigger() []byte {
 	return []byte{'`'}
 }
 
+// codeSpanMissesKey holds the codeSpanMisses of the block being parsed.
+var codeSpanMissesKey = NewContextKey()
+
+// codeSpanMisses remembers, for the block whose inlines are being parsed,
+// the backtick string lengths that have no closing string after a
+// position: at[n] is the position of an opening string of n backticks
+// whose scan reached the end of the block. A closing string is a whole
+// run of backticks, so no later opening string of n backticks can find
+// one either, and it need not scan again. Without this, every unmatched
+// opening string scans to the end of the block, and a block of n of them
+// (two backticks and a backslash, repeated) takes time quadratic in n.
+type codeSpanMisses struct {
+	parent ast.Node
+	at     map[int]int
+}
+
+// misses returns the codeSpanMisses of parent, starting afresh when the
+// context holds another block's.
+func misses(parent ast.Node, pc Context) *codeSpanMisses {
+	if m, ok := pc.Get(codeSpanMissesKey).(*codeSpanMisses); ok && m.parent == parent {
+		return m
+	}
+	m := &codeSpanMisses{parent: parent, at: map[int]int{}}
+	pc.Set(codeSpanMissesKey, m)
+	return m
+}
+
 func (s *codeSpanParser) Parse(parent ast.Node, block text.Reader, pc Context) ast.Node {
 	line, startSegment := block.PeekLine()
 	opener := 0
 	for ; opener < len(line) && line[opener] == '`'; opener++ {
+	}
+	m := misses(parent, pc)
+	if at, ok := m.at[opener]; ok && at <= startSegment.Start {
+		block.Advance(opener)
+		return ast.NewTextSegment(startSegment.WithStop(startSegment.Start + opener))
 	}
 	block.Advance(opener)
 	l, pos := block.Position()
@@ -32,6 +64,7 @@ func (s *codeSpanParser) Parse(parent ast.Node, block text.Reader, pc Context) a
 		line, segment := block.PeekLine()
 		if line == nil {
 			block.SetPosition(l, pos)
+			m.at[opener] = startSegment.Start
 			return ast.NewTextSegment(startSegment.WithStop(startSegment.Start + opener))
 		}
 		for i := 0; i < len(line); i++ {

@@ -352,6 +352,13 @@ func parseLinkDestination(block text.Reader) ([]byte, bool) {
 			} else if c == '>' {
 				block.Advance(i + 1)
 				return line[1:i], true
+			} else if c == '<' || c == '\n' || c == '\r' {
+				// A destination in pointy brackets contains no line
+				// ending and no unescaped '<' (CommonMark 0.31.2, 6.3).
+				// Stopping here also keeps the scan short: scanning to
+				// the end of the line from every '(<' made "[a](<b"
+				// repeated quadratic.
+				return nil, false
 			}
 			i++
 		}

@@ -38,9 +38,9 @@ func (p *linkReferenceParagraphTransformer) Transform(node *ast.Paragraph, reade
 		break
 	}
 
-	// outprint: keep the lines outside the (sorted, disjoint) removed
-	// ranges in one pass. Upstream copied the rest of the paragraph once
-	// per definition: n definitions in a row cost n².
+	// Keep the lines outside the (sorted, disjoint) removed ranges in one
+	// pass. Copying the rest of the paragraph once per definition cost n²
+	// for n definitions in a row.
 	if len(removes) > 0 {
 		kept := text.NewSegments()
 		r := 0

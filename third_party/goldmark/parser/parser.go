@@ -1102,11 +1102,10 @@ func (p *parser) parseBlocks(parent ast.Node, reader text.Reader, pc Context) {
 			if l == 0 {
 				break
 			}
-			// outprint: isBlankLine only reads the previous line's stats,
-			// so keep those and drop older ones. Without this the slice
-			// grows by one entry per open block and line until every
-			// block closes: n lines inside d unclosed containers held
-			// n*d entries (gigabytes for a megabyte of input).
+			// isBlankLine only reads the previous line's stats, so keep
+			// those and drop older ones. Otherwise the slice grows by one
+			// entry per open block and line until every block closes: n
+			// lines inside d unclosed containers hold n*d entries.
 			if curLine, _ := reader.Position(); len(blankLines) > 0 {
 				keep := len(blankLines)
 				for keep > 0 && blankLines[keep-1].lineNum >= curLine-1 {

@@ -361,10 +361,10 @@ func (r *blockReader) Source() []byte {
 
 func (r *blockReader) Value(seg Segment) []byte {
 	ret := make([]byte, 0, seg.Stop-seg.Start+1)
-	// outprint: the last line starting at or before seg, by binary search
-	// (the lines are in order). Upstream walked back from the block's last
-	// line, so reading each of n link reference definitions of one
-	// paragraph cost n².
+	// The last line starting at or before seg, by binary search (the
+	// lines are in order). Walking back from the block's last line made
+	// reading each of n link reference definitions of one paragraph cost
+	// n².
 	line := sort.Search(r.segmentsLength, func(i int) bool { return r.segments.At(i).Start > seg.Start }) - 1
 	i := seg.Start
 	for ; line < r.segmentsLength; line++ {

@@ -1,7 +1,0 @@
-//go:build race
-
-package markdown
-
-// raceEnabled is set when the tests run with the race detector, which
-// makes CPU-heavy tests several times slower: they check less then.
-const raceEnabled = true
