@@ -166,19 +166,18 @@ func (p *pool) startLocked() {
 		defer p.wg.Done()
 		b, err := startBrowser(p.bg, p.cfg.chromium, p.cfg.tempDir, p.cfg.isolate)
 		if err != nil {
+			// The failure is told before the waiters wake, so that a
+			// Draw that fails for it finds it already counted.
 			p.mu.Lock()
 			p.live--
-			closed := p.closed
-			if !closed {
+			if !p.closed {
 				p.failures++
 				p.lastErr = err
 				p.startFailed = true
+				p.cfg.observer.BrowserRetired(RetireFailedStart)
 			}
 			p.broadcast()
 			p.mu.Unlock()
-			if !closed {
-				p.cfg.observer.BrowserRetired(RetireFailedStart)
-			}
 			return
 		}
 		p.started.Add(1)
@@ -200,14 +199,17 @@ func (p *pool) startLocked() {
 func (p *pool) prepare(b *browser) {
 	pg, err := preparePage(p.bg, b, p.cfg.script, &p.refused)
 	if err != nil {
+		// One critical section: a waiter that sees the failure finds
+		// the browser already retired and told.
 		p.mu.Lock()
 		if !p.closed {
 			p.failures++
 			p.lastErr = err
 			p.startFailed = true
 		}
+		p.dropLocked(b, RetireFailedStart)
 		p.mu.Unlock()
-		p.retire(b, RetireFailedStart)
+		b.kill()
 		return
 	}
 	p.mu.Lock()

@@ -183,3 +183,91 @@ func TestWebhookGiveUpWithoutTurn(t *testing.T) {
 		t.Errorf("every delivery had an attempt before it was given up; want the ones whose turn never came given up too")
 	}
 }
+
+// TestWebhookBurstGoesLast: a burst of first deliveries to one host, all
+// due at once, does not hold back another tenant's delivery that comes due
+// after it (issue 24: 25 s behind 10,000 deliveries to a receiver that
+// never answers, each fetched and turned away once before it). The
+// healthy delivery must be made while most of the burst has not even been
+// fetched yet.
+func TestWebhookBurstGoesLast(t *testing.T) {
+	s := &deadHostSender{hold: 2 * time.Second}
+	n, workers := 10_000, 8
+	if raceEnabled {
+		n, workers = 2_000, 4
+	}
+	cfg := testConfig()
+	cfg.Webhooks = WebhookConfig{Sender: s, MaxWorkers: workers, Timeout: 2 * time.Second, RetryBase: 5 * time.Second, MaxAge: time.Hour}
+	h := newHarness(t, "sqlite", cannedPDFRenderer{}, cfg)
+	h.start(h.svc)
+	ctx := context.Background()
+	const batch = 500
+	for start := 0; start < n; start += batch {
+		err := h.svc.q.inTx(ctx, true, func(tx txOps) error {
+			for range min(batch, n-start) {
+				id := uuid.Must(uuid.NewV7()).String()
+				at := h.svc.now()
+				if _, err := tx.exec(ctx, `INSERT INTO outprint_jobs (id, tenant, user_id, name, state, max_attempts, source, digest, created_at, expires_at)
+					VALUES ($1, 'noisy', 'u', 'burst.md', $2, 3, $3, 'burst', $4, $5)`, id, StateCancelled, SourceMarkdown, at, at.Add(time.Hour)); err != nil {
+					return err
+				}
+				if _, err := tx.exec(ctx, `INSERT INTO outprint_webhooks (job_id, url, base_url, state, created_at)
+					VALUES ($1, 'https://dead.example.com/hook', 'https://outprint.example.com', $2, $3)`, id, WebhookPending, at); err != nil {
+					return err
+				}
+				// As the cancel of a queued job settles it.
+				if err := h.svc.scheduleWebhook(ctx, tx, id, at); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("burst of deliveries: %v", err)
+		}
+	}
+	job, _, err := h.svc.Submit(ctx, Input{Tenant: "quiet", User: "u", Markdown: []byte("# q\n"),
+		Callback: &Callback{URL: "https://healthy.example.com/hook", BaseURL: "https://outprint.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitTerminal("quiet", job.ID)
+	h.waitWebhook("quiet", job.ID, func(w *WebhookStatus) bool { return w.State == WebhookDelivered })
+	// River gives a snoozed job its attempt back and counts the snooze in
+	// its metadata: never fetched is attempt 0 and no snooze.
+	var unfetched int
+	if err := h.db.pool().queryRow(ctx, `SELECT count(*) FROM river_job WHERE queue = $1 AND attempt = 0 AND json_extract(metadata, '$.snoozes') IS NULL`, queueWebhook).Scan(&unfetched); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the healthy delivery was made with %d of the burst's %d deliveries not fetched yet", unfetched, n)
+	if unfetched < n/2 {
+		t.Errorf("the healthy delivery was made with %d of the burst's %d deliveries not fetched yet, want at least half: it waited for the burst", unfetched, n)
+	}
+}
+
+func TestHostBurstsTake(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	var b hostBursts
+	for i := range hostBurstSize {
+		if !b.take("a.example.com", t0) {
+			t.Fatalf("take(a, t0) #%d = false, want true: a bucket starts full", i+1)
+		}
+	}
+	tests := []struct {
+		host string
+		at   time.Duration
+		want bool
+	}{
+		{"a.example.com", 0, false}, // the burst is spent
+		{"b.example.com", 0, true},  // another host has its own
+		{"a.example.com", hostBurstRefill / 2, false},
+		{"a.example.com", hostBurstRefill, true},  // one token back
+		{"a.example.com", hostBurstRefill, false}, // and spent
+		{"a.example.com", time.Hour, true},        // full again
+	}
+	for _, tt := range tests {
+		if got := b.take(tt.host, t0.Add(tt.at)); got != tt.want {
+			t.Errorf("take(%s, t0+%s) = %t, want %t", tt.host, tt.at, got, tt.want)
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Service struct {
 	hosts hostLimiter
 	// tenants bounds them per tenant.
 	tenants tenantLimiter
+	// bursts orders the deliveries to a host sent many at once after
+	// everybody else's (webhookBacklogPriority).
+	bursts hostBursts
 
 	// TestSignals are the service's events for tests; they do nothing
 	// unless a test calls their Init.

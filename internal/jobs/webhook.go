@@ -258,19 +258,93 @@ func insertCallbacks(ctx context.Context, tx txOps, live []*acceptReq) error {
 // would notice.
 func (s *Service) scheduleWebhook(ctx context.Context, tx txOps, jobID string, now time.Time) error {
 	due := now.Add(webhookFirstDelay)
-	n, err := tx.exec(ctx, `UPDATE outprint_webhooks SET state = $2, settled_at = $3, next_attempt_at = $5
-		WHERE job_id = $1 AND state = $4`, jobID, WebhookSending, now, WebhookPending, due)
+	var rawURL string
+	err := tx.queryRow(ctx, `UPDATE outprint_webhooks SET state = $2, settled_at = $3, next_attempt_at = $5
+		WHERE job_id = $1 AND state = $4 RETURNING url`, jobID, WebhookSending, now, WebhookPending, due).Scan(&rawURL)
+	if errors.Is(err, errNoRows) {
+		return nil // no callback, or not pending any more
+	}
 	if err != nil {
 		return fmt.Errorf("schedule webhook: %w", err)
 	}
-	if n == 0 {
-		return nil
+	priority := webhookPriority
+	if !s.bursts.take(callbackHost(rawURL), time.Now()) {
+		priority = webhookBacklogPriority
 	}
 	_, err = tx.insertMany(ctx, []river.InsertManyParams{{
 		Args:       webhookArgs{JobID: jobID},
-		InsertOpts: &river.InsertOpts{Queue: queueWebhook, MaxAttempts: webhookRiverAttempts, ScheduledAt: due},
-	}})
+		InsertOpts: &river.InsertOpts{Queue: queueWebhook, MaxAttempts: webhookRiverAttempts, ScheduledAt: due, Priority: priority}}})
 	return err
+}
+
+// River takes the available jobs of a queue by priority first (1 before
+// 2), then by due time. A delivery is inserted at webhookPriority unless
+// its host was sent more than hostBurstSize deliveries lately: then at
+// webhookBacklogPriority, so that another tenant's delivery to another
+// host is taken before the backlog, however long it is. Issue 24: a
+// healthy delivery due after 10,000 to a receiver that never answers
+// waited 25 s while each of them was fetched and turned away once.
+const (
+	webhookPriority        = 1
+	webhookBacklogPriority = 2
+)
+
+// hostBurstSize and hostBurstRefill shape hostBursts' bucket: a host may
+// be sent hostBurstSize deliveries at once, and one more each
+// hostBurstRefill after that, at webhookPriority.
+const (
+	hostBurstSize   = 32
+	hostBurstRefill = 250 * time.Millisecond
+)
+
+// hostBursts is a token bucket per receiver host of the deliveries this
+// process scheduled (hostBurstSize, hostBurstRefill). It is per process
+// and kept in memory: in a cluster each process demotes the bursts it
+// schedules itself, and a restart forgets them, which costs only the
+// ordering of one burst.
+type hostBursts struct {
+	mu      sync.Mutex
+	buckets map[string]*hostBucket
+}
+
+type hostBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take spends one of host's tokens at now and reports whether there was
+// one.
+func (b *hostBursts) take(host string, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buckets == nil {
+		b.buckets = map[string]*hostBucket{}
+	}
+	if len(b.buckets) >= 4096 {
+		// A full bucket says nothing a new one would not: dropping them
+		// bounds the map by the hosts sent bursts lately.
+		for h, k := range b.buckets {
+			if k.refilled(now) >= hostBurstSize {
+				delete(b.buckets, h)
+			}
+		}
+	}
+	k := b.buckets[host]
+	if k == nil {
+		k = &hostBucket{tokens: hostBurstSize, at: now}
+		b.buckets[host] = k
+	}
+	k.tokens, k.at = k.refilled(now), now
+	if k.tokens < 1 {
+		return false
+	}
+	k.tokens--
+	return true
+}
+
+// refilled is the bucket's tokens at now.
+func (k *hostBucket) refilled(now time.Time) float64 {
+	return min(hostBurstSize, k.tokens+float64(now.Sub(k.at))/float64(hostBurstRefill))
 }
 
 // webhookStatus returns the delivery of a job's callback, nil when it has
