@@ -45,8 +45,12 @@ echo "   same form and values (every text field, five scripts), same run; target
 echo "   then 1,000 fills as durable jobs (SQLite), all must succeed"
 go run ./bench/forms -n 60 -jobs 1000
 echo
-echo "== hostile inputs (bench/hostile): every finding of issue 10 against outprint serve, OUTPRINT_TIMEOUT=20s"
-echo "   targets: nothing busy past ~21 s, server RSS < 600 MiB, /healthz < 50 ms"
+echo "== diagrams (bench/diagram, issue 27): Mermaid and Graphviz through the warm browser pool, cold and warm,"
+echo "   the cost three Mermaid diagrams add to a render (target <= 0.3 s warm) and diagrams/s saturated"
+go run ./bench/diagram -runs 9 -saturate 20s
+echo
+echo "== hostile inputs (bench/hostile): every finding of issues 10, 24 and 29 against outprint serve, OUTPRINT_TIMEOUT=20s"
+echo "   targets: nothing busy past ~21 s, server RSS < 600 MiB, /healthz p99 < 50 ms, the bystander <= 2x"
 go run ./bench/hostile -bin "$bin"
 echo
 echo "== cluster (bench/cluster): gateway and workers as processes on PostgreSQL (127.0.0.1:5432) and SeaweedFS S3"
