@@ -107,9 +107,6 @@ func nowMillis() int64 {
 }
 
 func TestDeepNestedLabelPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
@@ -127,9 +124,6 @@ func TestDeepNestedLabelPerformance(t *testing.T) {
 }
 
 func TestManyProcessingInstructionPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
@@ -147,9 +141,6 @@ func TestManyProcessingInstructionPerformance(t *testing.T) {
 }
 
 func TestManyCDATAPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
@@ -167,9 +158,6 @@ func TestManyCDATAPerformance(t *testing.T) {
 }
 
 func TestManyDeclPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
@@ -187,9 +175,6 @@ func TestManyDeclPerformance(t *testing.T) {
 }
 
 func TestManyCommentPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
@@ -282,9 +267,6 @@ func TestDangerousURLWithReferences(t *testing.T) {
 }
 
 func TestManyLinkReferenceDefinitionsPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
@@ -305,9 +287,6 @@ func TestManyLinkReferenceDefinitionsPerformance(t *testing.T) {
 }
 
 func TestUnclosedLinkDestinationPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
@@ -325,9 +304,6 @@ func TestUnclosedLinkDestinationPerformance(t *testing.T) {
 }
 
 func TestUnmatchedCodeSpanPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping performance test in short mode")
-	}
 	markdown := New(WithRendererOptions(
 		html.WithXHTML(),
 		html.WithUnsafe(),
