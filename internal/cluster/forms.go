@@ -12,6 +12,7 @@ import (
 	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/httperr"
 	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/worker"
 )
 
 // Forms on a gateway: the gateway runs no TeX and no qpdf of its own, so
@@ -119,24 +120,35 @@ func (wk *Worker) readForm(w http.ResponseWriter, r *http.Request) (FormBundle, 
 	return b, true
 }
 
+// admitForm reads a form bundle (readForm) and counts the request as a
+// user of the capacity; false means it answered. The caller must call
+// the ticket's Done.
+func (wk *Worker) admitForm(w http.ResponseWriter, r *http.Request) (FormBundle, *worker.Ticket, bool) {
+	b, ok := wk.readForm(w, r)
+	if !ok {
+		return b, nil, false
+	}
+	t, err := wk.cfg.Capacity.Enter(gatewayUser(r.Context()))
+	if err != nil {
+		wk.refuse(w, r, err)
+		return b, nil, false
+	}
+	return b, t, true
+}
+
 // gatewayUser is the admission key of one gateway request: every request
 // is a user of its own (gateways count their users).
 func gatewayUser(ctx context.Context) string { return "\x00gateway-" + httperr.RequestID(ctx) }
 
 // formFields is FormFieldsPath: the fields read under a slot.
 func (wk *Worker) formFields(w http.ResponseWriter, r *http.Request) {
-	b, ok := wk.readForm(w, r)
+	b, t, ok := wk.admitForm(w, r)
 	if !ok {
-		return
-	}
-	t, err := wk.cfg.Capacity.Enter(gatewayUser(r.Context()))
-	if err != nil {
-		wk.refuse(w, r, err)
 		return
 	}
 	defer t.Done()
 	var fields []forms.Field
-	err = t.Do(r.Context(), func(ctx context.Context) (int64, error) {
+	err := t.Do(r.Context(), func(ctx context.Context) (int64, error) {
 		var err error
 		fields, err = wk.cfg.Forms.Fields(ctx, b.PDF)
 		return 0, err
@@ -156,17 +168,12 @@ func (wk *Worker) formFields(w http.ResponseWriter, r *http.Request) {
 // runs with the user counted, in a check place and within the check
 // budget (worker.Ticket.CheckWith: qpdf killed when it runs out).
 func (wk *Worker) formCheck(w http.ResponseWriter, r *http.Request) {
-	b, ok := wk.readForm(w, r)
+	b, t, ok := wk.admitForm(w, r)
 	if !ok {
 		return
 	}
-	t, err := wk.cfg.Capacity.Enter(gatewayUser(r.Context()))
-	if err != nil {
-		wk.refuse(w, r, err)
-		return
-	}
 	defer t.Done()
-	err = t.CheckWith(r.Context(), "its form", func(ctx context.Context) error {
+	err := t.CheckWith(r.Context(), "its form", func(ctx context.Context) error {
 		return wk.cfg.Forms.Check(ctx, b.PDF, b.Values)
 	})
 	if err != nil {
@@ -179,18 +186,13 @@ func (wk *Worker) formCheck(w http.ResponseWriter, r *http.Request) {
 
 // formFill is FormFillPath: the form filled and flattened under a slot.
 func (wk *Worker) formFill(w http.ResponseWriter, r *http.Request) {
-	b, ok := wk.readForm(w, r)
+	b, t, ok := wk.admitForm(w, r)
 	if !ok {
-		return
-	}
-	t, err := wk.cfg.Capacity.Enter(gatewayUser(r.Context()))
-	if err != nil {
-		wk.refuse(w, r, err)
 		return
 	}
 	defer t.Done()
 	var res *forms.Result
-	err = t.Do(r.Context(), func(ctx context.Context) (int64, error) {
+	err := t.Do(r.Context(), func(ctx context.Context) (int64, error) {
 		var err error
 		res, err = wk.cfg.Forms.Fill(ctx, b.PDF, b.Values, nil)
 		if err == nil && res.TeX != nil {
