@@ -38,13 +38,17 @@ const (
 	CodeUserLimit    = "user_limit"     // the user already has renders running
 	CodeInternal     = "internal"       // our fault; details only in logs
 	CodeNoSpace      = "no_space"       // the server's disk is full; retry later
+	CodeFormat       = "format"         // not a file format outprint converts
+	CodeEncrypted    = "encrypted"      // a password-protected document
+	CodeCorrupt      = "corrupt"        // a damaged file of a known format
 )
 
 // Codes returns every error code above, in order: the bounded set of a
 // metric label that carries a code.
 func Codes() []string {
 	return []string{CodeInvalid, CodeUnknown, CodeMath, CodeTeX, CodeImage, CodeTooLarge, CodeTooManyPages,
-		CodePDFTooLarge, CodeResource, CodeTimeout, CodeBusy, CodeUserLimit, CodeInternal}
+		CodePDFTooLarge, CodeResource, CodeTimeout, CodeBusy, CodeUserLimit, CodeInternal,
+		CodeFormat, CodeEncrypted, CodeCorrupt}
 }
 
 // Problem is one entry of the error list. Line is the 1-based Markdown line,
@@ -117,6 +121,11 @@ const (
 	// the same request succeeds once space is freed (retention deletes
 	// old results, an operator grows the volume).
 	KindNoSpace Kind = "no_space"
+	// KindUnsupported: the file is of a type outprint does not convert
+	// (415): a PDF, an image, plain text sent where an Office document
+	// is expected. Unlike KindDocument, no edit of the file helps; a
+	// file of another type does.
+	KindUnsupported Kind = "unsupported"
 )
 
 // Error is a failed render or request that the client can act on: a list of
@@ -241,6 +250,34 @@ func Timeout(limit time.Duration) error {
 	return &Error{Kind: KindTimeout, Problems: []Problem{{
 		Source: SourceDocument, Code: CodeTimeout,
 		Message: fmt.Sprintf("rendering took too long (limit %s); shorten the document", limit),
+	}}}
+}
+
+// Unsupported is the KindUnsupported error for a file that is not one of
+// the formats outprint converts; what names what it is instead ("a PDF
+// document", "plain text").
+func Unsupported(what string) error {
+	return &Error{Kind: KindUnsupported, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeFormat,
+		Message: fmt.Sprintf("%s is not a document outprint converts (DOCX, DOC, ODT, RTF, XLSX, XLS, ODS, CSV, PPTX, PPT, ODP)", what),
+	}}}
+}
+
+// Encrypted is the KindDocument error for a password-protected document:
+// outprint never asks for or guesses a password.
+func Encrypted() error {
+	return &Error{Kind: KindDocument, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeEncrypted,
+		Message: "password-protected documents cannot be converted",
+	}}}
+}
+
+// Corrupt is the KindDocument error for a damaged file of a known
+// format; format names it ("DOCX") and why says what is wrong.
+func Corrupt(format, why string) error {
+	return &Error{Kind: KindDocument, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeCorrupt,
+		Message: fmt.Sprintf("the %s file is damaged and cannot be converted: %s", format, why),
 	}}}
 }
 

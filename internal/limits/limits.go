@@ -49,6 +49,17 @@ const (
 	// ScratchBytes bounds the files a render may write (file-size rlimit and
 	// the scratch folder's total).
 	ScratchBytes = 256 << 20
+	// MaxOfficeBytes bounds an Office document as uploaded (413
+	// too_large).
+	MaxOfficeBytes = 50 << 20
+	// MaxOfficeUnpackedBytes bounds the uncompressed sizes of a ZIP-based
+	// Office document's entries together (DOCX, XLSX, PPTX, ODF), checked
+	// before LibreOffice sees the file (413 too_large).
+	MaxOfficeUnpackedBytes = 512 << 20
+	// MaxOfficeRatio bounds how much one entry of a ZIP-based Office
+	// document may expand (uncompressed : compressed); real documents
+	// stay far below it, and a zip bomb far above (413 too_large).
+	MaxOfficeRatio = 100
 )
 
 // Configurable bounds and their defaults. Settings may lower them (pages, PDF
