@@ -3,7 +3,8 @@
 # outprint (internal/office) embeds this script and runs it with Debian's
 # python3 (python3-uno). The Go side speaks JSON lines on stdin/stdout:
 #
-#   in : {"soffice": ..., "profile": "file:///...", "pipe": "name"}   (once)
+#   in : {"soffice": ..., "profile": "file:///...", "pipe": "name",
+#         "warm": URL of a scratch PDF}   (once)
 #   out: {"ready": true, "pid": N}   once soffice answers over the pipe
 #   in : {"in": URL, "out": URL, "filter": "", "options": "",
 #         "paper": [w, h] | null, "landscape": true | false | null,
@@ -138,9 +139,28 @@ def convert(desktop, req):
                 pass
 
 
+def warm(desktop, out):
+    """Loads each application and the PDF export once, so that the first
+    document a process converts does not pay for loading their libraries."""
+    for factory in ("swriter", "scalc", "simpress"):
+        try:
+            doc = desktop.loadComponentFromURL("private:factory/" + factory, "_blank", 0, (prop("Hidden", True),))
+            name, _ = export_filter(doc)
+            uno.invoke(doc, "storeToURL", (out, (prop("FilterName", name),)))
+            doc.close(True)
+        except Exception as e:
+            sys.stderr.write("warm %s: %s\n" % (factory, e))
+    try:
+        os.remove(uno.fileUrlToSystemPath(out))
+    except OSError:
+        pass
+
+
 def main():
     cfg = json.loads(sys.stdin.readline())
     proc, desktop = start(cfg)
+    if cfg.get("warm"):
+        warm(desktop, cfg["warm"])
     answer({"ready": True, "pid": proc.pid})
     for line in sys.stdin:
         req = json.loads(line)

@@ -1,0 +1,359 @@
+package office
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/outprint/outprint/internal/childproc"
+	"github.com/outprint/outprint/internal/limits"
+)
+
+// The bounds of one LibreOffice process group (the bridge and every
+// process soffice forks inherit them).
+const (
+	// officeMemoryBytes is RLIMIT_DATA, the private writable memory one
+	// process may commit: TeX's memory bound. An address-space limit
+	// (RLIMIT_AS, what TeX gets) is not used: soffice maps its hundreds
+	// of libraries and reserves address space it never touches.
+	officeMemoryBytes = limits.RenderMemoryBytes
+	// officeCPUSeconds is RLIMIT_CPU of each process: a backstop only,
+	// since the process lives across conversions (each is bounded by its
+	// deadline); a process past it dies and is replaced like a crash.
+	officeCPUSeconds = 1800
+	// officeFiles is RLIMIT_NOFILE.
+	officeFiles = 1024
+)
+
+// errNoNamespaces says the kernel refused new namespaces for the bridge.
+var errNoNamespaces = errors.New("user namespaces not available")
+
+// proc is one warm LibreOffice: the Python bridge (leader of its process
+// group) and the soffice it started, with its own folder (profile,
+// temporary files, sockets).
+type proc struct {
+	pid      int // the bridge, leader of the group
+	soffice  int // soffice's launcher (oosplash), as the bridge reports
+	dir      string
+	isolated bool
+	stdin    io.WriteCloser
+	lines    chan []byte   // the bridge's answers; closed when stdout ends
+	exited   chan struct{} // closed when the leader exited
+	stderr   *childproc.Capped
+	uses     int
+}
+
+// procSpec is what starting a process needs.
+type procSpec struct {
+	python, bridge, soffice string
+	dir                     string // the process's folder, created by the caller
+	isolate                 bool
+}
+
+// startProc starts a bridge and its soffice in their walls and waits
+// until soffice answers over UNO, at most ctx.
+//
+// The walls, all set before soffice starts (the bridge waits for its
+// configuration line, sent after them, to start it):
+//   - its own process group, killed whole; Pdeathsig kills the bridge if
+//     outprint dies (and soffice runs in its group, killed with it);
+//   - new user and network namespaces where the kernel allows them: the
+//     only interface is a loopback that is down, so no link, image or
+//     entity in a document can reach any host;
+//   - the rlimits above and nice 10 (childproc), inherited by soffice;
+//   - an environment of its own: HOME, TMPDIR and the UNO sockets
+//     (OSL_SOCKET_PATH) inside the process's folder.
+func startProc(ctx context.Context, s procSpec) (*proc, error) {
+	if s.isolate {
+		p, err := launch(ctx, s, true)
+		if !errors.Is(err, errNoNamespaces) {
+			return p, err
+		}
+	}
+	return launch(ctx, s, false)
+}
+
+func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
+	for _, d := range []string{"profile/user", "tmp", "s"} {
+		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("start LibreOffice: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "profile/user/registrymodifications.xcu"), profileXCU, 0o600); err != nil {
+		return nil, fmt.Errorf("start LibreOffice: %w", err)
+	}
+	cmd := exec.Command(s.python, "-I", s.bridge)
+	cmd.Dir = filepath.Join(s.dir, "tmp")
+	cmd.Env = []string{
+		"PATH=/usr/bin:/bin",
+		"HOME=" + filepath.Join(s.dir, "profile"),
+		"TMPDIR=" + filepath.Join(s.dir, "tmp"),
+		"LANG=C.UTF-8",
+		// The UNO pipes (soffice's own and the bridge's connection) are
+		// sockets in this folder, not in /tmp, and go with it.
+		"OSL_SOCKET_PATH=" + filepath.Join(s.dir, "s"),
+		// No desktop: soffice uses its headless backend and no bus.
+		"SAL_USE_VCLPLUGIN=svp",
+		"DBUS_SESSION_BUS_ADDRESS=disabled:",
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start LibreOffice: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		_ = stdin.Close() // never used
+		return nil, fmt.Errorf("start LibreOffice: %w", err)
+	}
+	stderr := &childproc.Capped{Max: 8 << 10, Truncate: true}
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if isolate {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+	}
+	p := &proc{dir: s.dir, isolated: isolate, stdin: stdin, lines: make(chan []byte, 1), exited: make(chan struct{}), stderr: stderr}
+	started := make(chan error, 1)
+	// The waiter goroutine is owned by the proc: it starts the process
+	// and ends when the leader exits, which kill guarantees. It keeps its
+	// OS thread locked for the process's life, because Pdeathsig fires
+	// when the thread that started the child ends (go.dev/issue/27505).
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait() // how it ended is no news: every end replaces it
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		_ = stdin.Close() // never used
+		if isolate && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
+			errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EACCES)) {
+			return nil, fmt.Errorf("%w: %v", errNoNamespaces, err)
+		}
+		return nil, fmt.Errorf("start LibreOffice: %w", err)
+	}
+	p.pid = cmd.Process.Pid
+	// The reader goroutine is owned by the proc: it ends when stdout
+	// closes, which the group's kill guarantees.
+	go func() {
+		defer close(p.lines)
+		r := bufio.NewReaderSize(stdout, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 && err == nil {
+				p.lines <- line
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if err := childproc.Deprioritize(p.pid); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("start LibreOffice: %w", err)
+	}
+	if err := childproc.Lower(p.pid,
+		childproc.Limit{Resource: unix.RLIMIT_DATA, Cur: officeMemoryBytes, Max: officeMemoryBytes},
+		childproc.Limit{Resource: unix.RLIMIT_CPU, Cur: officeCPUSeconds, Max: officeCPUSeconds + 1},
+		childproc.Limit{Resource: unix.RLIMIT_FSIZE, Cur: limits.ScratchBytes, Max: limits.ScratchBytes},
+		childproc.Limit{Resource: unix.RLIMIT_NOFILE, Cur: officeFiles, Max: officeFiles},
+		childproc.Limit{Resource: unix.RLIMIT_NPROC, Cur: limits.RenderProcesses, Max: limits.RenderProcesses},
+		childproc.Limit{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0},
+	); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("start LibreOffice: rlimits: %w", err)
+	}
+	hello, err := json.Marshal(map[string]string{
+		"soffice": s.soffice,
+		"profile": fileURL(filepath.Join(s.dir, "profile")),
+		"pipe":    "outprint",
+		"warm":    fileURL(filepath.Join(s.dir, "tmp", "warm.pdf")),
+	})
+	if err != nil {
+		p.kill()
+		return nil, fmt.Errorf("start LibreOffice: %w", err)
+	}
+	if _, err := p.stdin.Write(append(hello, '\n')); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("start LibreOffice: %w (%s)", err, p.stderrTail())
+	}
+	var ready struct {
+		Ready bool `json:"ready"`
+		Pid   int  `json:"pid"`
+	}
+	line, err := p.answer(ctx)
+	if err == nil {
+		err = json.Unmarshal(line, &ready)
+	}
+	if err == nil && !ready.Ready {
+		err = fmt.Errorf("unexpected answer %q", line)
+	}
+	if err != nil {
+		p.kill()
+		return nil, fmt.Errorf("start LibreOffice: %w (%s)", err, p.stderrTail())
+	}
+	p.soffice = ready.Pid
+	return p, nil
+}
+
+// errExited says the process ended before it answered.
+var errExited = errors.New("LibreOffice stopped")
+
+// answer waits for the bridge's next line, ctx, or the process's end.
+func (p *proc) answer(ctx context.Context) ([]byte, error) {
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			return nil, errExited
+		}
+		return line, nil
+	case <-p.exited:
+		// A last answer may have been written just before the end.
+		select {
+		case line, ok := <-p.lines:
+			if ok {
+				return line, nil
+			}
+		default:
+		}
+		return nil, errExited
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// alive reports whether the leader still runs.
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the process: every process of its group (once more after the
+// leader is reaped, for any child forked meanwhile) and its folder (the
+// profile, the sockets). Safe to call more than once.
+func (p *proc) kill() {
+	if p.pid > 0 {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL) // ESRCH: gone already
+		<-p.exited
+		_ = p.stdin.Close() // the process is gone; nothing to flush
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		// Processes of the group that outlived the leader (soffice.bin)
+		// are not ours to reap; wait until none is left so that the
+		// folder can go.
+		waitGroupGone(p.pid, 5*time.Second)
+	}
+	_ = os.RemoveAll(p.dir) // best effort: a later Close removes the pool's folder
+}
+
+func (p *proc) stderrTail() string {
+	s := strings.TrimSpace(string(p.stderr.Bytes()))
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		// soffice's one warning on a system without Java is no news.
+		if l != "" && !strings.Contains(l, "javaldx") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 {
+		return "no output"
+	}
+	return keep[len(keep)-1]
+}
+
+// rss is the resident memory of the process group: the bridge, the
+// launcher and soffice.bin, read from /proc.
+func (p *proc) rss() int64 {
+	var total int64
+	for _, pid := range groupMembers(p.pid) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		pages, err := strconv.ParseInt(f[1], 10, 64)
+		if err == nil {
+			total += pages * int64(os.Getpagesize())
+		}
+	}
+	return total
+}
+
+// groupMembers returns the pids of the live processes in process group
+// pgid.
+func groupMembers(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (in parentheses): state ppid pgrp.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitGroupGone kills what is left of a process group until nothing is,
+// for at most d.
+func waitGroupGone(pgid int, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for len(groupMembers(pgid)) > 0 && time.Now().Before(deadline) {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // ESRCH: gone meanwhile
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fileURL is the file: URL of an absolute path, as LibreOffice reads it.
+func fileURL(path string) string {
+	var b strings.Builder
+	b.WriteString("file://")
+	for _, c := range []byte(path) {
+		if c == '/' || c == '-' || c == '_' || c == '.' || c == '~' ||
+			'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
