@@ -140,6 +140,7 @@ type Pool struct {
 	cfg             Config
 	python, soffice string
 	dir, bridge     string
+	sockDir         string // dir, or a shorter one for the sockets
 	log             *slog.Logger
 
 	// idle holds the free slots: a channel's receivers are served in
@@ -194,22 +195,33 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("office pool: %w", err)
 	}
-	// A socket's path has at most 107 bytes; the longest of a process is
-	// its folder plus "/s/OSL_PIPE_<uid>_SingleOfficeIPC_<hash>" (the
-	// uid in a user namespace is 65534; the hash has 30 hex digits).
+	// A socket's path has at most 107 bytes: LibreOffice's sockets go in
+	// the pool's folder when their longest name,
+	// "/s1234567/OSL_PIPE_<uid>_SingleOfficeIPC_<hash>" (the uid in a user
+	// namespace is 65534, the hash 30 hex digits), fits after it, else in
+	// a folder of their own under os.TempDir().
+	sockDir := dir
 	uid := max(len(strconv.Itoa(os.Getuid())), len("65534"))
-	if len(dir)+len("/p1234567/s/OSL_PIPE__SingleOfficeIPC_")+uid+32 > 107 {
-		_ = os.RemoveAll(dir) // just made, empty
-		return nil, fmt.Errorf("office pool: folder %s is too deep for LibreOffice's sockets (set a shorter one)", dir)
+	if len(dir)+len("/s1234567/OSL_PIPE__SingleOfficeIPC_")+uid+32 > 107 {
+		if sockDir, err = os.MkdirTemp("", "outprint-lo-"); err != nil {
+			_ = os.RemoveAll(dir) // just made, empty
+			return nil, fmt.Errorf("office pool: %w", err)
+		}
+		if len(sockDir)+len("/s1234567/OSL_PIPE__SingleOfficeIPC_")+uid+32 > 107 {
+			_ = os.RemoveAll(dir)     // just made, empty
+			_ = os.RemoveAll(sockDir) // just made, empty
+			return nil, fmt.Errorf("office pool: the temporary folder %s is too deep for LibreOffice's sockets", sockDir)
+		}
 	}
 	bridge := filepath.Join(dir, "bridge.py")
 	if err := os.WriteFile(bridge, bridgeScript, 0o600); err != nil {
-		_ = os.RemoveAll(dir) // nothing else in it yet
+		_ = os.RemoveAll(dir)     // nothing else in it yet
+		_ = os.RemoveAll(sockDir) // nor in this one
 		return nil, fmt.Errorf("office pool: %w", err)
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	p := &Pool{
-		cfg: cfg, python: python, soffice: soffice, dir: dir, bridge: bridge, log: log,
+		cfg: cfg, python: python, soffice: soffice, dir: dir, sockDir: sockDir, bridge: bridge, log: log,
 		idle: make(chan *slot, cfg.Slots), closing: make(chan struct{}), bg: bg, cancel: cancel,
 	}
 	for i := range cfg.Slots {
@@ -298,14 +310,19 @@ func (p *Pool) replace(s *slot) {
 func (p *Pool) start(ctx context.Context) (*proc, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
-	dir := filepath.Join(p.dir, fmt.Sprintf("p%d", p.seq.Add(1)))
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, p.startFailed(fmt.Errorf("start LibreOffice: %w", err))
+	n := p.seq.Add(1)
+	dir := filepath.Join(p.dir, fmt.Sprintf("p%d", n))
+	sock := filepath.Join(p.sockDir, fmt.Sprintf("s%d", n))
+	for _, d := range []string{dir, sock} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, p.startFailed(fmt.Errorf("start LibreOffice: %w", err))
+		}
 	}
 	begin := time.Now()
-	pr, err := startProc(ctx, procSpec{python: p.python, bridge: p.bridge, soffice: p.soffice, dir: dir, isolate: !p.cfg.noIsolate})
+	pr, err := startProc(ctx, procSpec{python: p.python, bridge: p.bridge, soffice: p.soffice, dir: dir, sock: sock, isolate: !p.cfg.noIsolate})
 	if err != nil {
-		_ = os.RemoveAll(dir) // best effort: Close removes the pool's folder
+		_ = os.RemoveAll(dir)  // best effort: Close removes the pool's folder
+		_ = os.RemoveAll(sock) // and the sockets' folder
 		return nil, p.startFailed(err)
 	}
 	p.isolated.Store(pr.isolated)
@@ -681,6 +698,9 @@ func (p *Pool) Close() error {
 		}
 	}
 	if err := os.RemoveAll(p.dir); err != nil {
+		return fmt.Errorf("office pool: %w", err)
+	}
+	if err := os.RemoveAll(p.sockDir); err != nil {
 		return fmt.Errorf("office pool: %w", err)
 	}
 	return nil

@@ -49,6 +49,7 @@ type proc struct {
 	pid      int // the bridge, leader of the group
 	soffice  int // soffice's launcher (oosplash), as the bridge reports
 	dir      string
+	sock     string
 	isolated bool
 	stdin    io.WriteCloser
 	lines    chan []byte   // the bridge's answers; closed when stdout ends
@@ -61,6 +62,7 @@ type proc struct {
 type procSpec struct {
 	python, bridge, soffice string
 	dir                     string // the process's folder, created by the caller
+	sock                    string // the folder of its UNO sockets, created by the caller
 	isolate                 bool
 }
 
@@ -88,7 +90,7 @@ func startProc(ctx context.Context, s procSpec) (*proc, error) {
 }
 
 func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
-	for _, d := range []string{"profile/user", "tmp", "s"} {
+	for _, d := range []string{"profile/user", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("start LibreOffice: %w", err)
 		}
@@ -105,7 +107,7 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 		"LANG=C.UTF-8",
 		// The UNO pipes (soffice's own and the bridge's connection) are
 		// sockets in this folder, not in /tmp, and go with it.
-		"OSL_SOCKET_PATH=" + filepath.Join(s.dir, "s"),
+		"OSL_SOCKET_PATH=" + s.sock,
 		// No desktop: soffice uses its headless backend and no bus.
 		"SAL_USE_VCLPLUGIN=svp",
 		"DBUS_SESSION_BUS_ADDRESS=disabled:",
@@ -125,7 +127,7 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 	if isolate {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
 	}
-	p := &proc{dir: s.dir, isolated: isolate, stdin: stdin, lines: make(chan []byte, 1), exited: make(chan struct{}), stderr: stderr}
+	p := &proc{dir: s.dir, sock: s.sock, isolated: isolate, stdin: stdin, lines: make(chan []byte, 1), exited: make(chan struct{}), stderr: stderr}
 	started := make(chan error, 1)
 	// The waiter goroutine is owned by the proc: it starts the process
 	// and ends when the leader exits, which kill guarantees. It keeps its
@@ -264,7 +266,8 @@ func (p *proc) kill() {
 		// folder can go.
 		waitGroupGone(p.pid, 5*time.Second)
 	}
-	_ = os.RemoveAll(p.dir) // best effort: a later Close removes the pool's folder
+	_ = os.RemoveAll(p.dir)  // best effort: a later Close removes the pool's folder
+	_ = os.RemoveAll(p.sock) // and the sockets' folder
 }
 
 func (p *proc) stderrTail() string {

@@ -1,0 +1,142 @@
+package office
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+// Files whose words may be missed by pdftotext rather than by the
+// converter (SOURCES.md: right-to-left text comes out in visual order or
+// as presentation forms, CJK with spaces inserted): at least half of
+// their words must be found.
+var extractorHard = []string{"word-rtl-", "word-cjk-", "excel-wps-"}
+
+// TestConvertCorpus converts every ordinary document of the corpus (and
+// the hostile ones that are to convert: macros, links, OLE) once on the
+// two-slot pool, all at once: each must give a PDF that poppler reads,
+// with the document's words, and about the pages LibreOffice gives when
+// run alone the naive way (soffice --convert-to pdf, started for the
+// batch while the pool works).
+func TestConvertCorpus(t *testing.T) {
+	p := mainPool(t)
+	expect := loadExpect(t)
+	var names []string
+	files := map[string][]byte{}
+	for name, e := range expect {
+		if e.Hostile != nil && (*e.Hostile == "encrypted" || *e.Hostile == "corrupt" || *e.Hostile == "bomb" || strings.Contains(name, "xxe")) {
+			continue // refused by Detect: TestDetectCorpus
+		}
+		names = append(names, name)
+		files[name] = readCorpus(t, name)
+	}
+	sort.Strings(names)
+	if len(names) < 30 {
+		t.Fatalf("only %d convertible files in the corpus, want at least 30", len(names))
+	}
+	// The naive run, for the page counts, while the pool converts.
+	var naive map[string][]byte
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		naive = naiveConvert(t, files)
+	}()
+	pages := map[string]int{}
+	var mu sync.Mutex
+	t.Run("each", func(t *testing.T) {
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := expect[name]
+				f, err := Detect(files[name], name)
+				if err != nil {
+					t.Fatalf("Detect(%s) = %v, want %s", name, err, e.Kind)
+				}
+				if f.Name != e.Kind {
+					t.Errorf("Detect(%s) = %s, want %s", name, f.Name, e.Kind)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)
+				defer cancel()
+				pdf, err := p.Convert(ctx, files[name], f, Options{})
+				if err != nil {
+					t.Fatalf("Convert(%s) = %v, want a PDF", name, err)
+				}
+				text := pdfText(t, pdf)
+				var missing []string
+				for _, w := range e.Words {
+					if !strings.Contains(text, normalize(w)) {
+						missing = append(missing, w)
+					}
+				}
+				hard := false
+				for _, prefix := range extractorHard {
+					hard = hard || strings.HasPrefix(name, prefix)
+				}
+				if (!hard && len(missing) > 0) || len(missing)*2 > len(e.Words) {
+					t.Errorf("Convert(%s): pdftotext lacks %q (of %d words); text starts %.300q", name, missing, len(e.Words), text)
+				}
+				if name == "word-libreoffice-comments-changes.docx" && strings.Contains(text, "This is hidden text") {
+					t.Errorf("Convert(%s) printed the hidden text", name)
+				}
+				mu.Lock()
+				pages[name] = pdfPages(t, pdf)
+				mu.Unlock()
+			})
+		}
+	})
+	wg.Wait()
+	for _, name := range names {
+		got, ok := pages[name]
+		if !ok {
+			continue // failed above
+		}
+		b, ok := naive[name]
+		if !ok {
+			t.Errorf("naive soffice --convert-to pdf gave no PDF for %s (ours has %d pages)", name, got)
+			continue
+		}
+		want := pdfPages(t, b)
+		if d := got - want; d*d > max(1, want*want/100) { // within 10%, or one page
+			t.Errorf("Convert(%s) has %d pages, naive soffice %d", name, got, want)
+		} else {
+			t.Logf("%-42s %3d pages (naive %d)", name, got, want)
+		}
+	}
+	checkGroups(t, p)
+}
+
+// TestOptions: the paper and orientation overrides reach the PDF of a
+// text document and of a spreadsheet.
+func TestOptions(t *testing.T) {
+	p := mainPool(t)
+	yes, no := true, false
+	for _, tc := range []struct {
+		file string
+		o    Options
+		want string // pdfinfo's Page size
+	}{
+		{"word-google-docs.docx", Options{}, "612 x 792 pts (letter)"},
+		{"word-google-docs.docx", Options{Paper: "a4"}, "595.304 x 841.89 pts (A4)"},
+		{"word-google-docs.docx", Options{Paper: "a4", Landscape: &yes}, "841.89 x 595.304 pts (A4)"},
+		{"ods-libreoffice-3sheets.ods", Options{Paper: "letter", Landscape: &no}, "612 x 792 pts (letter)"},
+		{"ods-libreoffice-3sheets.ods", Options{Paper: "letter", Landscape: &yes}, "792 x 612 pts (letter)"},
+	} {
+		b := readCorpus(t, tc.file)
+		f, err := Detect(b, tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pdf, err := p.Convert(context.Background(), b, f, tc.o)
+		if err != nil {
+			t.Fatalf("Convert(%s, %+v) = %v", tc.file, tc.o, err)
+		}
+		if got := pdfinfoField(t, pdf, "Page size"); got != tc.want {
+			t.Errorf("Convert(%s, paper %q landscape %v): page size %q, want %q", tc.file, tc.o.Paper, tc.o.Landscape, got, tc.want)
+		}
+	}
+}

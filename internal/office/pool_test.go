@@ -1,0 +1,198 @@
+package office
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outprint/outprint/internal/childproc"
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/testenv"
+)
+
+func docxOf(t *testing.T, name string) ([]byte, Format) {
+	t.Helper()
+	b := readCorpus(t, name)
+	f, err := Detect(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, f
+}
+
+// TestConcurrent: four conversions at once on two slots all succeed, both
+// processes work (every slot busy at once), and the two that wait get the
+// processes the first two give back.
+func TestConcurrent(t *testing.T) {
+	p := mainPool(t)
+	b, f := docxOf(t, "word-equations-omml.docx")
+	before := p.Stats()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)
+			defer cancel()
+			pdf, err := p.Convert(ctx, b, f, Options{})
+			if err == nil && !strings.Contains(pdfText(t, pdf), "multilevel") {
+				err = errors.New("the PDF lacks the word multilevel")
+			}
+			errs[i] = err
+		}()
+	}
+	// Both slots are taken at once while four conversions want them.
+	testenv.Eventually(t, "both processes busy at once", func() bool {
+		busy := 0
+		for _, ps := range p.Stats().Processes {
+			if ps.Busy {
+				busy++
+			}
+		}
+		return busy == 2
+	})
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("conversion %d: %v", i, err)
+		}
+	}
+	after := p.Stats()
+	if got := after.Conversions - before.Conversions; got != 4 {
+		t.Errorf("Stats.Conversions grew by %d, want 4", got)
+	}
+	for i, ps := range after.Processes {
+		if ps.Pid == 0 || ps.RSS <= 0 {
+			t.Errorf("process %d: pid %d RSS %d, want a running process with memory", i, ps.Pid, ps.RSS)
+		}
+	}
+	checkGroups(t, p)
+}
+
+// TestCancelReplaces: a conversion whose caller gives up mid-way gives its
+// slot back, its process group is killed and replaced, and the next
+// conversion works on the new one. The same for a deadline, which
+// answers limits.Timeout.
+func TestCancelReplaces(t *testing.T) {
+	p := mainPool(t)
+	big, bf := docxOf(t, "word-long-manual-toc-46p.docx")
+	small, sf := docxOf(t, "word-google-docs.docx")
+	for _, stop := range []string{CauseCancel, CauseTimeout} {
+		t.Run(stop, func(t *testing.T) {
+			if err := p.Warm(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			before := p.Stats()
+			var err error
+			if stop == CauseCancel {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					_, err := p.Convert(ctx, big, bf, Options{})
+					done <- err
+				}()
+				// Cancel while LibreOffice works on it.
+				testenv.Eventually(t, "the conversion holds a process", func() bool {
+					for _, ps := range p.Stats().Processes {
+						if ps.Busy && ps.Pid != 0 {
+							return true
+						}
+					}
+					return false
+				})
+				cancel()
+				err = <-done
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Convert cancelled = %v, want context.Canceled", err)
+				}
+			} else {
+				// Both processes are warm and free: the request reaches
+				// one at once, and 0.3 s is far too little for 46 pages.
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				_, err = p.Convert(ctx, big, bf, Options{})
+				if k, code := kindOf(err); k != limits.KindTimeout || code != limits.CodeTimeout {
+					t.Errorf("Convert past its deadline = %v, want a limits.Timeout", err)
+				}
+			}
+			after := p.Stats()
+			if after.Restarts[stop] != before.Restarts[stop]+1 {
+				t.Errorf("Stats.Restarts[%s] = %d after, %d before: want one more", stop, after.Restarts[stop], before.Restarts[stop])
+			}
+			// The stopped process's group is gone, whole.
+			gone := 0
+			for _, ps := range before.Processes {
+				if len(groupMembers(ps.Pid)) == 0 {
+					gone++
+				}
+			}
+			if gone != 1 {
+				t.Errorf("%d of the processes before the %s are gone, want 1", gone, stop)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)
+			defer cancel()
+			pdf, err := p.Convert(ctx, small, sf, Options{})
+			if err != nil || pdfPages(t, pdf) != 1 {
+				t.Fatalf("Convert after the %s = %v, want a one-page PDF", stop, err)
+			}
+			checkGroups(t, p)
+		})
+	}
+}
+
+// TestWalls: every process of a LibreOffice group runs at nice 10 under
+// the rlimits, and, where the kernel allows it, in a network namespace of
+// its own.
+func TestWalls(t *testing.T) {
+	p := mainPool(t)
+	if err := p.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	ourNet, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range st.Processes {
+		members := groupMembers(ps.Pid)
+		if len(members) < 2 {
+			t.Errorf("process group %d has %v, want the bridge and soffice", ps.Pid, members)
+		}
+		for _, pid := range members {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)) // gone meanwhile: checked below
+			name := strings.TrimSpace(string(comm))
+			nice, err := childproc.NiceOf(pid)
+			if err != nil {
+				continue
+			}
+			if nice < childproc.Nice {
+				t.Errorf("%s (%d): nice %d, want at least %d", name, pid, nice, childproc.Nice)
+			}
+			lim, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+			if err != nil {
+				continue
+			}
+			if !strings.Contains(string(lim), "Max data size             "+strconv.Itoa(officeMemoryBytes)) {
+				t.Errorf("%s (%d): limits lack a data size of %d:\n%s", name, pid, officeMemoryBytes, lim)
+			}
+			if !strings.Contains(string(lim), "Max core file size        0") {
+				t.Errorf("%s (%d): core files allowed:\n%s", name, pid, lim)
+			}
+			netns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+			if err == nil && st.Isolated && netns == ourNet {
+				t.Errorf("%s (%d) shares outprint's network namespace though Stats.Isolated", name, pid)
+			}
+		}
+	}
+	if !st.Isolated && os.Getuid() == 0 {
+		t.Logf("namespaces refused by this kernel: the processes run without them")
+	}
+}
