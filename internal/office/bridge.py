@@ -25,6 +25,7 @@ import time
 import uno
 from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
+from com.sun.star.lang import DisposedException
 
 # css.document.MacroExecMode.NEVER_EXECUTE, css.document.UpdateDocMode.NO_UPDATE
 NEVER_EXECUTE = 0
@@ -65,6 +66,12 @@ def start(cfg):
             time.sleep(0.02)
     desktop = ctx.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", ctx)
     return proc, desktop
+
+
+def broken(e):
+    """Whether an exception says the connection to soffice is gone (it
+    died): that is no answer about the document."""
+    return isinstance(e, DisposedException) or "disposed" in str(e).lower()
 
 
 def set_pages(doc, paper, landscape):
@@ -110,6 +117,8 @@ def convert(desktop, req):
     try:
         doc = desktop.loadComponentFromURL(req["in"], "_blank", 0, tuple(props))
     except Exception as e:  # IOException, IllegalArgumentException, ...
+        if broken(e):
+            raise
         return {"error": "load", "message": str(e)[:300]}
     if doc is None:
         return {"error": "load", "message": "no document"}
@@ -127,6 +136,8 @@ def convert(desktop, req):
             # plain call would pass it as a sequence of any).
             uno.invoke(doc, "storeToURL", (req["out"], (prop("FilterName", name), prop("FilterData", data))))
         except Exception as e:
+            if broken(e):
+                raise
             return {"error": "export", "message": str(e)[:300]}
         return {"ok": True}
     finally:
@@ -169,7 +180,11 @@ def main():
         except Exception as e:
             # The connection broke (soffice died) or UNO failed: the Go
             # side replaces this process.
-            answer({"error": "internal", "message": str(e)[:300]})
+            try:
+                status = proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                status = "still running"
+            answer({"error": "internal", "message": "%s (soffice: %s)" % (str(e)[:300], status)})
             sys.exit(1)
         answer(res)
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -59,6 +60,9 @@ func sharedPool(t *testing.T, name string, cfg Config) *Pool {
 	}
 	shared.dirs = append(shared.dirs, dir)
 	cfg.Dir = dir
+	// Warnings (a process that stopped, a start that failed) go to the
+	// test's output, for whoever reads a failure.
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	p, err := NewPool(context.Background(), cfg)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)

@@ -560,6 +560,9 @@ func (p *Pool) convert(ctx context.Context, pr *proc, doc []byte, f Format, req 
 	if err := json.Unmarshal(ans, &res); err != nil {
 		return nil, CauseCrash, fmt.Errorf("convert %s: bridge answered %q: %w", f.Name, ans, err)
 	}
+	if res.Error != "" {
+		p.log.Info("LibreOffice refused a document", "format", f.Name, "stage", res.Error, "message", res.Message)
+	}
 	switch res.Error {
 	case "":
 	case "load":
@@ -567,7 +570,9 @@ func (p *Pool) convert(ctx context.Context, pr *proc, doc []byte, f Format, req 
 	case "export":
 		return nil, "", limits.Corrupt(f.upper(), "LibreOffice cannot print it")
 	default:
-		return nil, CauseCrash, fmt.Errorf("convert %s: LibreOffice: %s", f.Name, res.Message)
+		// The bridge lost soffice mid-way (it died) and exits.
+		p.log.Warn("LibreOffice stopped during a conversion", "format", f.Name, "pid", pr.pid, "message", res.Message)
+		return nil, CauseCrash, limits.Resource(fmt.Sprintf("LibreOffice stopped while converting the %s file", f.upper()))
 	}
 	st, err := os.Stat(out)
 	if err != nil {

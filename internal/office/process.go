@@ -39,6 +39,12 @@ const (
 	officeFiles = 1024
 )
 
+// No RLIMIT_NPROC, unlike TeX: it counts every process and thread of the
+// user, not of the group, and in a user namespace even root is held to
+// it, so a soffice (a few dozen threads) beside a busy server would fail
+// to start a thread and refuse documents it can read. The container's
+// pids limit is the bound that holds the group, as for Chromium.
+
 // errNoNamespaces says the kernel refused new namespaces for the bridge.
 var errNoNamespaces = errors.New("user namespaces not available")
 
@@ -177,7 +183,6 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 		childproc.Limit{Resource: unix.RLIMIT_CPU, Cur: officeCPUSeconds, Max: officeCPUSeconds + 1},
 		childproc.Limit{Resource: unix.RLIMIT_FSIZE, Cur: limits.ScratchBytes, Max: limits.ScratchBytes},
 		childproc.Limit{Resource: unix.RLIMIT_NOFILE, Cur: officeFiles, Max: officeFiles},
-		childproc.Limit{Resource: unix.RLIMIT_NPROC, Cur: limits.RenderProcesses, Max: limits.RenderProcesses},
 		childproc.Limit{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0},
 	); err != nil {
 		p.kill()
