@@ -132,6 +132,13 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if isolate {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		// Inside, the process keeps its own uid and gid (mapped to
+		// themselves) rather than the overflow id 65534: soffice started
+		// as "nobody" aborted whenever another LibreOffice on the host
+		// started or ended.
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
 	p := &proc{dir: s.dir, sock: s.sock, isolated: isolate, stdin: stdin, lines: make(chan []byte, 1), exited: make(chan struct{}), stderr: stderr}
 	started := make(chan error, 1)

@@ -1,0 +1,163 @@
+// Command office measures converting Office documents (internal/office),
+// in one run:
+//
+//	naive      soffice --headless --convert-to pdf started per document,
+//	           what a user scripts by hand (its profile made ahead, as a
+//	           user's is after the first run)
+//	warm       the same document on a warm pool (internal/office.Pool)
+//	serial     four conversions one after the other on the pool
+//	parallel   four conversions at once on the pool's two slots
+//
+// each as the median of -runs, then the memory of every LibreOffice
+// process of the pool (its whole process group: bridge, launcher,
+// soffice.bin). It is a benchmark, not a test: nothing here asserts a
+// time. The targets of issue 28 are warm ≤ 0.4 × naive and parallel ≥ 1.7 ×
+// the throughput of serial, on 2 cores.
+//
+//	go run ./bench/office -runs 5 ../shared/office/word-google-docs.docx
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/outprint/outprint/internal/office"
+)
+
+func main() {
+	runs := flag.Int("runs", 5, "runs per measurement (the median is printed)")
+	flag.Parse()
+	doc := "../shared/office/word-google-docs.docx"
+	if flag.NArg() > 0 {
+		doc = flag.Arg(0)
+	}
+	if err := run(doc, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "office bench:", err)
+		os.Exit(1)
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+func run(doc string, runs int) error {
+	ctx := context.Background()
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		return err
+	}
+	f, err := office.Detect(b, filepath.Base(doc))
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "ob-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }() // a benchmark's scratch
+
+	// Naive: one soffice per document; the first run makes the profile.
+	profile := "file://" + filepath.Join(tmp, "profile")
+	naiveOnce := func() (time.Duration, error) {
+		start := time.Now()
+		cmd := exec.Command("soffice", "--headless", "--norestore", "-env:UserInstallation="+profile,
+			"--convert-to", "pdf", "--outdir", filepath.Join(tmp, "out"), doc)
+		cmd.Env = append(os.Environ(), "HOME="+tmp)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("soffice --convert-to pdf: %w: %s", err, out)
+		}
+		return time.Since(start), nil
+	}
+	if _, err := naiveOnce(); err != nil {
+		return err
+	}
+	var naive []time.Duration
+	for range runs {
+		d, err := naiveOnce()
+		if err != nil {
+			return err
+		}
+		naive = append(naive, d)
+	}
+
+	pool, err := office.NewPool(ctx, office.Config{Slots: 2, Dir: tmp})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = pool.Close() }() // the benchmark's end
+	startWarm := time.Now()
+	if err := pool.Warm(ctx); err != nil {
+		return err
+	}
+	warmUp := time.Since(startWarm)
+	convert := func() error {
+		_, err := pool.Convert(ctx, b, f, office.Options{})
+		return err
+	}
+	// One conversion per process first: its first document loads the
+	// import filter's libraries.
+	for range 2 {
+		if err := convert(); err != nil {
+			return err
+		}
+	}
+	var warm, serial, parallel []time.Duration
+	for range runs {
+		start := time.Now()
+		if err := convert(); err != nil {
+			return err
+		}
+		warm = append(warm, time.Since(start))
+	}
+	for range runs {
+		start := time.Now()
+		for range 4 {
+			if err := convert(); err != nil {
+				return err
+			}
+		}
+		serial = append(serial, time.Since(start))
+		start = time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = convert()
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		parallel = append(parallel, time.Since(start))
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "document\t%s (%s)\t\n", filepath.Base(doc), f.Name)
+	fmt.Fprintf(w, "pool start (2 processes, warm)\t%.2f s\t\n", warmUp.Seconds())
+	fmt.Fprintf(w, "naive soffice --convert-to per document\t%.3f s\t\n", median(naive).Seconds())
+	fmt.Fprintf(w, "warm pool, one document\t%.3f s\t\n", median(warm).Seconds())
+	fmt.Fprintf(w, "ratio warm/naive (target <= 0.4)\t%.2f\t\n", median(warm).Seconds()/median(naive).Seconds())
+	fmt.Fprintf(w, "4 one after the other\t%.3f s\t\n", median(serial).Seconds())
+	fmt.Fprintf(w, "4 at once on 2 slots\t%.3f s\t\n", median(parallel).Seconds())
+	fmt.Fprintf(w, "throughput at once / one at a time (target >= 1.7)\t%.2f\t\n", median(serial).Seconds()/median(parallel).Seconds())
+	st := pool.Stats()
+	for _, ps := range st.Processes {
+		fmt.Fprintf(w, "slot %d: pid %d, %d conversions\tRSS %.0f MiB\t\n", ps.Slot, ps.Pid, ps.Conversions, float64(ps.RSS)/(1<<20))
+	}
+	fmt.Fprintf(w, "isolated (user+network namespaces)\t%v\t\n", st.Isolated)
+	return w.Flush()
+}
