@@ -146,18 +146,20 @@ func run(doc string, runs int) error {
 		parallel = append(parallel, time.Since(start))
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "document\t%s (%s)\t\n", filepath.Base(doc), f.Name)
-	fmt.Fprintf(w, "pool start (2 processes, warm)\t%.2f s\t\n", warmUp.Seconds())
-	fmt.Fprintf(w, "naive soffice --convert-to per document\t%.3f s\t\n", median(naive).Seconds())
-	fmt.Fprintf(w, "warm pool, one document\t%.3f s\t\n", median(warm).Seconds())
-	fmt.Fprintf(w, "ratio warm/naive (target <= 0.4)\t%.2f\t\n", median(warm).Seconds()/median(naive).Seconds())
-	fmt.Fprintf(w, "4 one after the other\t%.3f s\t\n", median(serial).Seconds())
-	fmt.Fprintf(w, "4 at once on 2 slots\t%.3f s\t\n", median(parallel).Seconds())
-	fmt.Fprintf(w, "throughput at once / one at a time (target >= 1.7)\t%.2f\t\n", median(serial).Seconds()/median(parallel).Seconds())
+	// The tabwriter buffers until Flush, whose error is returned.
+	row := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
+	row("document\t%s (%s)\t\n", filepath.Base(doc), f.Name)
+	row("pool start (2 processes, warm)\t%.2f s\t\n", warmUp.Seconds())
+	row("naive soffice --convert-to per document\t%.3f s\t\n", median(naive).Seconds())
+	row("warm pool, one document\t%.3f s\t\n", median(warm).Seconds())
+	row("ratio warm/naive (target <= 0.4)\t%.2f\t\n", median(warm).Seconds()/median(naive).Seconds())
+	row("4 one after the other\t%.3f s\t\n", median(serial).Seconds())
+	row("4 at once on 2 slots\t%.3f s\t\n", median(parallel).Seconds())
+	row("throughput at once / one at a time (target >= 1.7)\t%.2f\t\n", median(serial).Seconds()/median(parallel).Seconds())
 	st := pool.Stats()
 	for _, ps := range st.Processes {
-		fmt.Fprintf(w, "slot %d: pid %d, %d conversions\tRSS %.0f MiB\t\n", ps.Slot, ps.Pid, ps.Conversions, float64(ps.RSS)/(1<<20))
+		row("slot %d: pid %d, %d conversions\tRSS %.0f MiB\t\n", ps.Slot, ps.Pid, ps.Conversions, float64(ps.RSS)/(1<<20))
 	}
-	fmt.Fprintf(w, "isolated (user+network namespaces)\t%v\t\n", st.Isolated)
+	row("isolated (user+network namespaces)\t%v\t\n", st.Isolated)
 	return w.Flush()
 }
