@@ -151,6 +151,13 @@ func processesUnder(dir string) []string {
 // was not killed whole).
 func checkGroups(t *testing.T, p *Pool) {
 	t.Helper()
+	// A replacement starting in the background is a process of the pool
+	// that no slot holds yet: wait until every slot has its own.
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)
+	defer cancel()
+	if err := p.Warm(ctx); err != nil {
+		t.Fatalf("Warm: %v", err)
+	}
 	p.mu.Lock()
 	groups := map[int]bool{}
 	for _, s := range p.slots {
