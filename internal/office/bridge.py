@@ -18,8 +18,10 @@
 # connection. stdout carries answers only; soffice's output goes to stderr.
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import uno
@@ -167,7 +169,27 @@ def warm(desktop, out):
         pass
 
 
+def watch_parent(fd):
+    """Kills this process's group (this bridge, the launcher, soffice.bin
+    and anything they forked) once fd reaches its end: the Go side holds
+    the pipe's only write end, and the kernel closes it however outprint
+    ends, SIGKILL included. A thread blocked in read runs even while the
+    main thread waits inside a UNO call. A parent-death signal on the
+    bridge alone would leave soffice.bin, a grandchild forked by the
+    launcher, running."""
+    def run():
+        try:
+            while os.read(fd, 64):
+                pass
+        except OSError:
+            pass
+        os.killpg(0, signal.SIGKILL)
+    threading.Thread(target=run, daemon=True).start()
+
+
 def main():
+    if len(sys.argv) > 1:
+        watch_parent(int(sys.argv[1]))
     cfg = json.loads(sys.stdin.readline())
     proc, desktop = start(cfg)
     if cfg.get("warm"):
@@ -187,6 +209,9 @@ def main():
             answer({"error": "internal", "message": "%s (soffice: %s)" % (str(e)[:300], status)})
             sys.exit(1)
         answer(res)
+    # stdin ended: the Go side let this process go. Nothing of it may
+    # outlive the bridge.
+    os.killpg(0, signal.SIGKILL)
 
 
 if __name__ == "__main__":

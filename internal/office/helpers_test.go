@@ -88,7 +88,14 @@ func sharedPool(t *testing.T, name string, cfg Config) *Pool {
 // namespaces where the kernel allows them.
 func mainPool(t *testing.T) *Pool { return sharedPool(t, "main", Config{Slots: 2}) }
 
+// orphanEnv names the folder of the pool TestOrphans's child process
+// starts (the test binary run again) before it is killed.
+const orphanEnv = "OUTPRINT_OFFICE_ORPHAN_DIR"
+
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(orphanEnv); dir != "" {
+		os.Exit(orphanChild(dir))
+	}
 	code := m.Run()
 	shared.mu.Lock()
 	for name, p := range shared.pools {

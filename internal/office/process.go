@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +57,7 @@ type proc struct {
 	sock     string
 	isolated bool
 	stdin    io.WriteCloser
+	life     *os.File      // the write end of the bridge's watch pipe: its end (close, or outprint's death) kills the group
 	lines    chan []byte   // the bridge's answers; closed when stdout ends
 	exited   chan struct{} // closed when the leader exited
 	stderr   *childproc.Capped
@@ -77,8 +77,8 @@ type procSpec struct {
 //
 // The walls, all set before soffice starts (the bridge waits for its
 // configuration line, sent after them, to start it):
-//   - its own process group, killed whole; Pdeathsig kills the bridge if
-//     outprint dies (and soffice runs in its group, killed with it);
+//   - its own process group, killed whole; the bridge kills it whole
+//     when its watch pipe ends, which outprint's death does;
 //   - new user and network namespaces where the kernel allows them: the
 //     only interface is a loopback that is down, so no link, image or
 //     entity in a document can reach any host;
@@ -104,7 +104,17 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 	if err := os.WriteFile(filepath.Join(s.dir, "profile/user/registrymodifications.xcu"), profileXCU, 0o600); err != nil {
 		return nil, fmt.Errorf("start LibreOffice: %w", err)
 	}
-	cmd := exec.Command(s.python, "-I", s.bridge)
+	// The watch pipe: the bridge reads fd 3 in a thread of its own and
+	// kills its whole group when the pipe ends. The kernel closes this
+	// write end however outprint ends, SIGKILL included, so no soffice
+	// outlives it (a parent-death signal reaches the bridge only, not
+	// soffice.bin, which the launcher forks).
+	watchR, life, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start LibreOffice: %w", err)
+	}
+	cmd := exec.Command(s.python, "-I", s.bridge, "3")
+	cmd.ExtraFiles = []*os.File{watchR}
 	cmd.Dir = filepath.Join(s.dir, "tmp")
 	cmd.Env = []string{
 		"PATH=/usr/bin:/bin",
@@ -120,16 +130,19 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		_, _ = watchR.Close(), life.Close() // never used
 		return nil, fmt.Errorf("start LibreOffice: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		_ = stdin.Close() // never used
+		_, _, _ = stdin.Close(), watchR.Close(), life.Close() // never used
 		return nil, fmt.Errorf("start LibreOffice: %w", err)
 	}
 	stderr := &childproc.Capped{Max: 8 << 10, Truncate: true}
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// No Pdeathsig: it would kill the bridge before its watch thread
+	// could kill the rest of the group; the watch pipe does both.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if isolate {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
 		// Inside, the process keeps its own uid and gid (mapped to
@@ -140,15 +153,11 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
-	p := &proc{dir: s.dir, sock: s.sock, isolated: isolate, stdin: stdin, lines: make(chan []byte, 1), exited: make(chan struct{}), stderr: stderr}
+	p := &proc{dir: s.dir, sock: s.sock, isolated: isolate, stdin: stdin, life: life, lines: make(chan []byte, 1), exited: make(chan struct{}), stderr: stderr}
 	started := make(chan error, 1)
 	// The waiter goroutine is owned by the proc: it starts the process
-	// and ends when the leader exits, which kill guarantees. It keeps its
-	// OS thread locked for the process's life, because Pdeathsig fires
-	// when the thread that started the child ends (go.dev/issue/27505).
+	// and ends when the leader exits, which kill guarantees.
 	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
@@ -157,8 +166,10 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 		_ = cmd.Wait() // how it ended is no news: every end replaces it
 		close(p.exited)
 	}()
-	if err := <-started; err != nil {
-		_ = stdin.Close() // never used
+	err = <-started
+	_ = watchR.Close() // the bridge has its copy, or never started
+	if err != nil {
+		_, _ = stdin.Close(), life.Close() // never used
 		if isolate && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
 			errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EACCES)) {
 			return nil, fmt.Errorf("%w: %v", errNoNamespaces, err)
@@ -272,6 +283,7 @@ func (p *proc) kill() {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL) // ESRCH: gone already
 		<-p.exited
 		_ = p.stdin.Close() // the process is gone; nothing to flush
+		_ = p.life.Close()  // likewise
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		// Processes of the group that outlived the leader (soffice.bin)
 		// are not ours to reap; wait until none is left so that the
