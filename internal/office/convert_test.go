@@ -16,6 +16,17 @@ import (
 // with the document's words, and about the pages LibreOffice gives when
 // run alone the naive way (soffice --convert-to pdf, started for the
 // batch while the pool works).
+// clippedByLibreOffice are the files of the corpus of which LibreOffice
+// leaves out more than half of the expected words, run alone as well as
+// in the pool, and why. For them TestConvertCorpus still requires every
+// word that soffice --convert-to prints.
+var clippedByLibreOffice = map[string]string{
+	// The slide's text box overflows its top; LibreOffice 7.4 (the full
+	// packages) anchors it at the bottom and the first lines fall above
+	// the page: Footnote, Bold, italic, underline, Bullet, numbered.
+	"ppt97-various.ppt": "text box above the slide",
+}
+
 func TestConvertCorpus(t *testing.T) {
 	p := mainPool(t)
 	expect := loadExpect(t)
@@ -102,7 +113,8 @@ func TestConvertCorpus(t *testing.T) {
 				ours = append(ours, w)
 			}
 		}
-		if len(ours) > 0 || len(missing)*2 > len(expect[name].Words) {
+		_, clipped := clippedByLibreOffice[name]
+		if len(ours) > 0 || len(missing)*2 > len(expect[name].Words) && !clipped {
 			t.Errorf("Convert(%s): pdftotext lacks %q (of %d words; %q are in the naive PDF); text starts %.300q",
 				name, missing, len(expect[name].Words), ours, texts[name])
 		}
