@@ -35,12 +35,14 @@ func Status(k limits.Kind) int {
 		return http.StatusTooManyRequests
 	case limits.KindNoSpace:
 		return http.StatusInsufficientStorage
+	case limits.KindUnsupported:
+		return http.StatusUnsupportedMediaType
 	}
 	return http.StatusInternalServerError
 }
 
 // Kinds lists every kind Status knows.
-var Kinds = []limits.Kind{limits.KindDocument, limits.KindRequest, limits.KindTooLarge, limits.KindTimeout, limits.KindBusy, limits.KindNoSpace}
+var Kinds = []limits.Kind{limits.KindDocument, limits.KindRequest, limits.KindTooLarge, limits.KindTimeout, limits.KindBusy, limits.KindNoSpace, limits.KindUnsupported}
 
 // KindOf is Status backwards: a gateway reads a worker's error list answer
 // back into the *limits.Error the worker answered with. ok is false for a

@@ -36,6 +36,7 @@ func TestErrorKindStatus(t *testing.T) {
 		{&admission.Refusal{Code: limits.CodeBusy, RetryAfter: time.Second}, http.StatusTooManyRequests},
 		{(&admission.Refusal{Code: limits.CodeUserLimit}).LimitsError(), http.StatusTooManyRequests},
 		{limits.NoSpace(), http.StatusInsufficientStorage},
+		{&limits.Error{Kind: limits.KindUnsupported}, http.StatusUnsupportedMediaType},
 		{fmt.Errorf("spool: %w", &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}), http.StatusInsufficientStorage},
 	} {
 		if got := Of(tc.err).Status; got != tc.want {
