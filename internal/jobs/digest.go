@@ -41,7 +41,8 @@ func (d digester) sum() string { return hex.EncodeToString(d.h.Sum(nil)) }
 // RequestDigest is the digest Submit uses when Input.Digest is empty: the
 // SHA-256 of a canonical encoding of what decides the PDF — the Outline
 // document id for Outline jobs; the form's bytes and the values for forms
-// jobs; otherwise the name, Markdown, metadata and every asset (sorted by
+// jobs; the name, the document's bytes and the options for office jobs;
+// otherwise the name, Markdown, metadata and every asset (sorted by
 // name). Tenant, user and key are not part of it: the key is looked up
 // within the tenant already.
 func RequestDigest(in Input) string {
@@ -55,6 +56,14 @@ func RequestDigest(in Input) string {
 		sum := sha256.Sum256(in.Form.PDF)
 		d.field(sum[:])
 		d.field(in.Form.Values)
+		return d.sum()
+	}
+	if in.Office != nil {
+		d := newDigester(string(KindOffice))
+		d.field([]byte(in.Name))
+		sum := sha256.Sum256(in.Office.Doc)
+		d.field(sum[:])
+		d.field(in.Office.Options)
 		return d.sum()
 	}
 	sums := make(map[string][sha256.Size]byte, len(in.Assets))

@@ -148,6 +148,9 @@ type Input struct {
 	// Form is set for a form to fill and flatten (a forms job); Markdown,
 	// Metadata and Assets are then empty.
 	Form *FormInput
+	// Office is set for an Office document to convert (an office job);
+	// Markdown, Metadata and Assets are then empty.
+	Office *OfficeInput
 	// IdempotencyKey is the client's Idempotency-Key header, if any.
 	IdempotencyKey string
 	// Digest identifies the request for idempotency. When empty, Submit
@@ -183,6 +186,16 @@ type FormInput struct {
 	Values []byte
 }
 
+// OfficeInput is an Office document to convert to PDF: its bytes as
+// uploaded, the format acceptance recognised in them (a name of package
+// office: "docx", "xlsx", …; the worker recognises it again) and the
+// client's overrides, the JSON object {"paper","landscape"} or empty.
+type OfficeInput struct {
+	Doc     []byte
+	Format  string
+	Options []byte
+}
+
 // Kind is what a job's work is: which runtime renders it
 // (worker.Jobs.Render switches on it).
 type Kind string
@@ -195,12 +208,17 @@ const (
 	KindMarkdown Kind = "markdown"
 	// KindForm is a PDF form to fill and flatten (Input.Form).
 	KindForm Kind = "form"
+	// KindOffice is an Office document to convert (Input.Office).
+	KindOffice Kind = "office"
 )
 
 // Kind is the kind of the job's work.
 func (in Input) Kind() Kind {
 	if in.Form != nil {
 		return KindForm
+	}
+	if in.Office != nil {
+		return KindOffice
 	}
 	return KindMarkdown
 }
@@ -220,12 +238,17 @@ type RenderInput struct {
 	Outline  *OutlineSource
 	// Form is set for forms jobs.
 	Form *FormInput
+	// Office is set for office jobs.
+	Office *OfficeInput
 }
 
 // Kind is the kind of the job's work.
 func (in RenderInput) Kind() Kind {
 	if in.Form != nil {
 		return KindForm
+	}
+	if in.Office != nil {
+		return KindOffice
 	}
 	return KindMarkdown
 }

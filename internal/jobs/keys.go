@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 //	jobs/{id}/assets/{name}   each image, name escaped (AssetKey)
 //	jobs/{id}/form.pdf        a forms job's PDF form
 //	jobs/{id}/values.json     a forms job's values
+//	jobs/{id}/office          an office job's document (its format and
+//	                          options are in the manifest)
 //	jobs/{id}/result.pdf      the PDF of a succeeded job
 //
 // The input sits directly in the job's folder rather than in a folder of
@@ -41,6 +44,9 @@ func (k Keys) FormPDF() string { return k.Prefix() + "/form.pdf" }
 
 // FormValues is the key of a forms job's values.
 func (k Keys) FormValues() string { return k.Prefix() + "/values.json" }
+
+// Office is the key of an office job's document.
+func (k Keys) Office() string { return k.Prefix() + "/office" }
 
 // Result is the key of the PDF.
 func (k Keys) Result() string { return k.Prefix() + "/result.pdf" }
@@ -100,6 +106,14 @@ type manifest struct {
 	// a document. The job row's source stays "markdown" (the column's
 	// check allows markdown and outline), so the kind lives here.
 	Form bool `json:"form,omitempty"`
+	// Office marks an office job: its input is the document at
+	// Keys.Office, of this format, with these options (JSON).
+	Office *manifestOffice `json:"office,omitempty"`
+}
+
+type manifestOffice struct {
+	Format  string          `json:"format"`
+	Options json.RawMessage `json:"options,omitempty"`
 }
 
 type manifestAsset struct {

@@ -67,6 +67,9 @@ func (s *Service) CheckQuota(ctx context.Context, tenant string, incoming int64)
 // inputBytes is what an input keeps in the store.
 func inputBytes(in Input) int64 {
 	n := int64(len(in.Markdown) + len(in.Metadata))
+	if in.Office != nil {
+		n += int64(len(in.Office.Doc))
+	}
 	for _, b := range in.Assets {
 		n += int64(len(b))
 	}

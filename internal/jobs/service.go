@@ -205,6 +205,9 @@ func validateInput(in Input) error {
 	if in.Form != nil && (len(in.Form.PDF) == 0 || in.Outline != nil || len(in.Markdown) > 0) {
 		return errors.New("submit: a forms job takes a PDF and values only")
 	}
+	if in.Office != nil && (len(in.Office.Doc) == 0 || in.Office.Format == "" || in.Form != nil || in.Outline != nil || len(in.Markdown) > 0) {
+		return errors.New("submit: an office job takes a document and its format only")
+	}
 	if in.Outline != nil && in.Outline.DocumentID == "" {
 		return errors.New("submit: outline source without document id")
 	}
@@ -331,6 +334,13 @@ func (s *Service) storeInput(ctx context.Context, k Keys, in Input) (string, err
 	if m.Form {
 		objects = map[string][]byte{k.FormPDF(): in.Form.PDF, k.FormValues(): in.Form.Values}
 	}
+	if in.Office != nil {
+		m.Office = &manifestOffice{Format: in.Office.Format}
+		if len(in.Office.Options) > 0 {
+			m.Office.Options = in.Office.Options
+		}
+		objects = map[string][]byte{k.Office(): in.Office.Doc}
+	}
 	if m.Metadata {
 		objects[k.Metadata()] = in.Metadata
 	}
@@ -397,6 +407,13 @@ func (s *Service) loadInput(ctx context.Context, job Job, attempt int) (RenderIn
 			return RenderInput{}, err
 		}
 		if in.Form.Values, err = s.readAll(ctx, k.FormValues()); err != nil {
+			return RenderInput{}, err
+		}
+		return in, nil
+	}
+	if m.Office != nil {
+		in.Office = &OfficeInput{Format: m.Office.Format, Options: []byte(m.Office.Options)}
+		if in.Office.Doc, err = s.readAll(ctx, k.Office()); err != nil {
 			return RenderInput{}, err
 		}
 		return in, nil

@@ -87,7 +87,8 @@ func NewView(j Job) View {
 
 // Title is the title of j's document: its name without ".md" (a Markdown
 // or Outline job is named after the title its PDF carries) or ".pdf" (a
-// form job is named NAME-filled.pdf). Its download is named Title.pdf.
+// form job is named NAME-filled.pdf, an office job after its file: a
+// report.docx is report.pdf). Its download is named Title.pdf.
 func Title(j Job) string {
 	return strings.TrimSuffix(strings.TrimSuffix(j.Name, ".md"), ".pdf")
 }

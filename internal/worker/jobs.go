@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/jobs"
+	"github.com/outprint/outprint/internal/limits"
+	"github.com/outprint/outprint/internal/office"
 	"github.com/outprint/outprint/internal/render"
 )
 
@@ -19,6 +22,13 @@ type JobsConfig struct {
 	Renderer Renderer
 	// Forms fills forms jobs; without it they fail.
 	Forms *forms.Filler
+	// Office converts office jobs (an *office.Pool); without it they fail
+	// with ErrOfficeNotInstalled. Limits bound their time, pages and PDF
+	// (default: those of Pipeline, else limits.DefaultRender()), and
+	// Observer is told about each conversion (default: none).
+	Office   Converter
+	Limits   limits.Render
+	Observer Observer
 }
 
 // Jobs renders stored jobs, each kind by its own work: the job side of
@@ -33,6 +43,16 @@ type Jobs struct {
 func NewJobs(cfg JobsConfig) *Jobs {
 	if cfg.Renderer == nil && cfg.Pipeline != nil {
 		cfg.Renderer = cfg.Pipeline
+	}
+	if cfg.Limits.Timeout <= 0 {
+		if cfg.Pipeline != nil {
+			cfg.Limits = cfg.Pipeline.Limits()
+		} else {
+			cfg.Limits = limits.DefaultRender()
+		}
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	return &Jobs{cfg: cfg}
 }
@@ -52,6 +72,8 @@ func (j *Jobs) Render(ctx context.Context, in jobs.RenderInput, progress func(ph
 		return j.markdown(ctx, in, progress)
 	case jobs.KindForm:
 		return j.form(ctx, in, progress)
+	case jobs.KindOffice:
+		return j.office(ctx, in, progress)
 	default:
 		return nil, fmt.Errorf("job %s of kind %q: %w", in.JobID, k, errNoWork)
 	}
@@ -92,6 +114,37 @@ func (j *Jobs) form(ctx context.Context, in jobs.RenderInput, progress func(stri
 			progress(jobs.PhaseRendering, 0)
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	progress(jobs.PhaseRendering, res.Pages)
+	return res.PDF, nil
+}
+
+// office converts an office job: the stored document recognised again
+// (the worker does not trust the gateway's acceptance), its options read
+// again, the conversion run within the render limits. A problem of the
+// document is a *limits.Error (the job fails at once).
+func (j *Jobs) office(ctx context.Context, in jobs.RenderInput, progress func(string, int)) ([]byte, error) {
+	progress(jobs.PhasePreparing, 0)
+	if j.cfg.Office == nil {
+		return nil, ErrOfficeNotInstalled
+	}
+	// The job is named after its PDF (report.pdf); the name acceptance
+	// recognised the document with ended in its format (a CSV is told
+	// from other text by its name alone).
+	f, err := office.Detect(in.Office.Doc, "document."+in.Office.Format)
+	if err != nil {
+		return nil, err
+	}
+	o, err := OfficeOptions(in.Office.Options)
+	if err != nil {
+		return nil, err
+	}
+	progress(jobs.PhaseRendering, 0)
+	start := time.Now()
+	res, err := convert(ctx, j.cfg.Office, in.Office.Doc, f, o, j.cfg.Limits)
+	j.cfg.Observer.ObserveConversion(f.Name, Result(ctx, err), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@
 // slot (Preview, preview.go). Queued jobs take the same slots through a
 // Budget (jobs.Config.Budget), and a Jobs renders each kind of stored job
 // (jobs.Kind): Markdown through the render pipeline, forms through
-// forms.Filler. A new kind of work (Office documents, diagrams) is one
-// more case of Jobs.Render and one file here.
+// forms.Filler, Office documents through a Converter (office.go). A new
+// kind of work is one more case of Jobs.Render and one file here.
 package worker
 
 import (
@@ -50,6 +50,13 @@ type Observer interface {
 	// ObserveRenderMemory records the peak resident memory of one
 	// render's TeX processes, in bytes.
 	ObserveRenderMemory(bytes int64)
+	// ObserveConversion records one Office conversion by its format (a
+	// name of office.Format) and result (as ObserveRender's), and the
+	// time it took once it had a slot (0 for one refused before it ran:
+	// counted, not timed); ObserveConversionQueue how long one waited
+	// for its slot.
+	ObserveConversion(format, result string, d time.Duration)
+	ObserveConversionQueue(d time.Duration)
 }
 
 // DefaultCheckBudget bounds the cheap checks of one request: parsing a
@@ -118,10 +125,12 @@ func checkSlots(procs int) int { return max(procs-1, 1) }
 
 type nopObserver struct{}
 
-func (nopObserver) Refused(string)                      {}
-func (nopObserver) ObserveQueueWait(time.Duration)      {}
-func (nopObserver) ObserveRender(time.Duration, string) {}
-func (nopObserver) ObserveRenderMemory(int64)           {}
+func (nopObserver) Refused(string)                                  {}
+func (nopObserver) ObserveQueueWait(time.Duration)                  {}
+func (nopObserver) ObserveRender(time.Duration, string)             {}
+func (nopObserver) ObserveRenderMemory(int64)                       {}
+func (nopObserver) ObserveConversion(string, string, time.Duration) {}
+func (nopObserver) ObserveConversionQueue(time.Duration)            {}
 
 // Capacity runs synchronous work in the order of SPEC §4. It is safe for
 // concurrent use.

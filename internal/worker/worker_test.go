@@ -32,6 +32,8 @@ type recorder struct {
 	renders []string
 	waits   int
 	memory  []int64
+	// conversions are "format result" of each Office conversion.
+	conversions []string
 }
 
 func (r *recorder) Refused(code string) {
@@ -54,6 +56,12 @@ func (r *recorder) ObserveRenderMemory(b int64) {
 	r.memory = append(r.memory, b)
 	r.mu.Unlock()
 }
+func (r *recorder) ObserveConversion(format, result string, _ time.Duration) {
+	r.mu.Lock()
+	r.conversions = append(r.conversions, format+" "+result)
+	r.mu.Unlock()
+}
+func (r *recorder) ObserveConversionQueue(time.Duration) {}
 
 // fakeRenderer renders a "PDF" of the title, or fails with err.
 type fakeRenderer struct{ err error }
