@@ -137,6 +137,9 @@ type Metrics struct {
 	diagrams       *prometheus.CounterVec
 	diagramDraw    *prometheus.HistogramVec
 	browsersEnded  *prometheus.CounterVec
+	conversions    *prometheus.CounterVec
+	convDuration   *prometheus.HistogramVec
+	convQueue      prometheus.Histogram
 	sources        *sourceCollector
 }
 
@@ -202,6 +205,20 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: Namespace, Subsystem: "diagram", Name: "browser_restarts_total",
 			Help: "Chromium processes of the diagram pool that ended and are replaced when needed, by cause: worn (served its documents), stopped (a diagram's bound or a cancelled render), crashed, idle, failed_start.",
 		}, []string{"cause"}),
+		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "office", Name: "conversions_total",
+			Help: "Office document conversions, by format (docx, xlsx, …) and result: ok or the error code.",
+		}, []string{"format", "result"}),
+		convDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "office", Name: "conversion_duration_seconds",
+			Help:    "Wall-clock time of Office conversions that ran (holding a slot), by format.",
+			Buckets: renderBuckets,
+		}, []string{"format"}),
+		convQueue: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "office", Name: "queue_delay_seconds",
+			Help:    "Time synchronous Office conversions waited in the admission queue for a slot.",
+			Buckets: waitBuckets,
+		}),
 		sources: newSourceCollector(),
 	}
 	for _, code := range refusalCodes {
@@ -282,6 +299,63 @@ func (m *Metrics) ObserveDiagramDraw(engine string, d time.Duration) {
 func (m *Metrics) BrowserRetired(cause string) {
 	if m != nil {
 		m.browsersEnded.WithLabelValues(cause).Inc()
+	}
+}
+
+// KnownOffice makes the conversion series of every format and result a
+// caller knows exist at 0 from the first scrape (a process that converts
+// Office documents: serve, worker, a gateway); the sets are bounded (the
+// formats of package office, the codes of package limits).
+func (m *Metrics) KnownOffice(formats, results []string) {
+	if m == nil {
+		return
+	}
+	for _, f := range formats {
+		m.convDuration.WithLabelValues(f)
+		for _, r := range results {
+			m.conversions.WithLabelValues(f, r)
+		}
+	}
+}
+
+// ObserveConversion records one Office conversion by format and result;
+// d is the time it ran, 0 for one refused before it ran (counted, not
+// timed).
+func (m *Metrics) ObserveConversion(format, result string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.conversions.WithLabelValues(format, result).Inc()
+	if d > 0 {
+		m.convDuration.WithLabelValues(format).Observe(d.Seconds())
+	}
+}
+
+// ObserveConversionQueue records how long one synchronous conversion
+// waited for its slot.
+func (m *Metrics) ObserveConversionQueue(d time.Duration) {
+	if m != nil {
+		m.convQueue.Observe(d.Seconds())
+	}
+}
+
+// OfficeStats is the state of the warm LibreOffice processes a scrape
+// reports. service fills it from the office pool's figures.
+type OfficeStats struct {
+	// RSS is each process's resident memory, by slot (a bounded set: the
+	// pool has one process per slot).
+	RSS []int64
+	// Restarts counts process replacements by cause (timeout, crash,
+	// conversions, memory, …: the pool's bounded set).
+	Restarts map[string]uint64
+}
+
+// SetOfficeSource makes scrapes report the LibreOffice processes' memory
+// and restarts from f. Until it is set (no Office conversion here) those
+// series are absent.
+func (m *Metrics) SetOfficeSource(f func() OfficeStats) {
+	if m != nil {
+		m.sources.office.Store(&f)
 	}
 }
 
@@ -466,6 +540,7 @@ type sourceCollector struct {
 	memory    atomic.Pointer[func() MemoryStats]
 	ready     atomic.Pointer[func() bool]
 	workers   atomic.Pointer[func() []WorkerStatus]
+	office    atomic.Pointer[func() OfficeStats]
 
 	running, queued, slots, queueDepth  *prometheus.Desc
 	warm, busy, warming                 *prometheus.Desc
@@ -477,6 +552,7 @@ type sourceCollector struct {
 	workerReady                         *prometheus.Desc
 	zygotes, zygoteForks, zygoteRetired *prometheus.Desc
 	zygoteOn                            *prometheus.Desc
+	officeRSS, officeRestarts           *prometheus.Desc
 }
 
 func newSourceCollector() *sourceCollector {
@@ -484,26 +560,28 @@ func newSourceCollector() *sourceCollector {
 		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, subsystem, name), help, labels, nil)
 	}
 	return &sourceCollector{
-		running:       d("admission", "running", "Renders holding an admission slot."),
-		queued:        d("admission", "queued", "Render requests waiting in the admission queue."),
-		slots:         d("admission", "slots", "Configured admission slots (admission.slots)."),
-		queueDepth:    d("admission", "queue_depth", "Configured admission queue depth (admission.queueDepth)."),
-		warm:          d("tex_pool", "warm", "Warm TeX processes idle and ready for a document."),
-		busy:          d("tex_pool", "busy", "TeX processes typesetting a document."),
-		warming:       d("tex_pool", "warming", "TeX processes starting up: loading the format and fonts before they can take a document."),
-		started:       d("tex_pool", "started_total", "TeX processes the pool started."),
-		replaced:      d("tex_pool", "replaced_total", "TeX processes the pool replaced after use, death, hang or idle timeout."),
-		failures:      d("tex_pool", "failures_total", "TeX processes that failed to start or warm up."),
-		jobsByState:   d("", "jobs", "Jobs in the job table, by state.", "state"),
-		oldestQueued:  d("jobs", "oldest_queued_age_seconds", "Age of the oldest queued job, 0 when none is queued."),
-		memoryUsed:    d("memory", "used_bytes", "Memory used by the service's cgroup (outprint and its TeX processes), else by the machine."),
-		memoryLimit:   d("memory", "limit_bytes", "Memory limit of the service's cgroup, else the machine's memory."),
-		readyDesc:     d("", "ready", "1 when the service can render (the check behind /readyz passes), else 0."),
-		workerReady:   d("gateway", "worker_ready", "1 when the worker answered its last /readyz probe ready, else 0 (gateways only).", "worker"),
-		zygotes:       d("tex_pool", "zygotes", "Zygotes ready to fork warm TeX processes."),
-		zygoteForks:   d("tex_pool", "zygote_forks_total", "Warm TeX processes forked from a zygote (no warm-up of their own)."),
-		zygoteRetired: d("tex_pool", "zygotes_retired_total", "Zygotes replaced after their fork count, lifetime, a crashed child, death or idleness."),
-		zygoteOn:      d("tex_pool", "zygote_enabled", "1 when warm TeX processes are forked from zygotes, 0 when each warms up by itself (fallback)."),
+		running:        d("admission", "running", "Renders holding an admission slot."),
+		queued:         d("admission", "queued", "Render requests waiting in the admission queue."),
+		slots:          d("admission", "slots", "Configured admission slots (admission.slots)."),
+		queueDepth:     d("admission", "queue_depth", "Configured admission queue depth (admission.queueDepth)."),
+		warm:           d("tex_pool", "warm", "Warm TeX processes idle and ready for a document."),
+		busy:           d("tex_pool", "busy", "TeX processes typesetting a document."),
+		warming:        d("tex_pool", "warming", "TeX processes starting up: loading the format and fonts before they can take a document."),
+		started:        d("tex_pool", "started_total", "TeX processes the pool started."),
+		replaced:       d("tex_pool", "replaced_total", "TeX processes the pool replaced after use, death, hang or idle timeout."),
+		failures:       d("tex_pool", "failures_total", "TeX processes that failed to start or warm up."),
+		jobsByState:    d("", "jobs", "Jobs in the job table, by state.", "state"),
+		oldestQueued:   d("jobs", "oldest_queued_age_seconds", "Age of the oldest queued job, 0 when none is queued."),
+		memoryUsed:     d("memory", "used_bytes", "Memory used by the service's cgroup (outprint and its TeX processes), else by the machine."),
+		memoryLimit:    d("memory", "limit_bytes", "Memory limit of the service's cgroup, else the machine's memory."),
+		readyDesc:      d("", "ready", "1 when the service can render (the check behind /readyz passes), else 0."),
+		workerReady:    d("gateway", "worker_ready", "1 when the worker answered its last /readyz probe ready, else 0 (gateways only).", "worker"),
+		zygotes:        d("tex_pool", "zygotes", "Zygotes ready to fork warm TeX processes."),
+		zygoteForks:    d("tex_pool", "zygote_forks_total", "Warm TeX processes forked from a zygote (no warm-up of their own)."),
+		zygoteRetired:  d("tex_pool", "zygotes_retired_total", "Zygotes replaced after their fork count, lifetime, a crashed child, death or idleness."),
+		zygoteOn:       d("tex_pool", "zygote_enabled", "1 when warm TeX processes are forked from zygotes, 0 when each warms up by itself (fallback)."),
+		officeRSS:      d("office", "process_rss_bytes", "Resident memory of each warm LibreOffice process, by slot.", "slot"),
+		officeRestarts: d("office", "restarts_total", "LibreOffice processes replaced, by cause: timeout, cancel, crash, conversions (its count reached), memory (its budget passed).", "cause"),
 	}
 }
 
@@ -512,7 +590,7 @@ func (s *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 		s.running, s.queued, s.slots, s.queueDepth,
 		s.warm, s.busy, s.warming, s.started, s.replaced, s.failures,
 		s.jobsByState, s.oldestQueued, s.memoryUsed, s.memoryLimit, s.readyDesc, s.workerReady,
-		s.zygotes, s.zygoteForks, s.zygoteRetired, s.zygoteOn,
+		s.zygotes, s.zygoteForks, s.zygoteRetired, s.zygoteOn, s.officeRSS, s.officeRestarts,
 	} {
 		ch <- d
 	}
@@ -572,6 +650,15 @@ func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 1
 			}
 			gauge(s.workerReady, v, w.Worker)
+		}
+	}
+	if f := s.office.Load(); f != nil {
+		o := (*f)()
+		for i, rss := range o.RSS {
+			gauge(s.officeRSS, float64(rss), strconv.Itoa(i))
+		}
+		for cause, n := range o.Restarts {
+			ch <- prometheus.MustNewConstMetric(s.officeRestarts, prometheus.CounterValue, float64(n), cause)
 		}
 	}
 	if f := s.memory.Load(); f != nil {
