@@ -21,16 +21,14 @@ import (
 // idempotency digest over the PDF bytes and the values) and run by the same
 // workers, which hold an admission slot while they fill.
 
-// isFormUpload reports whether a multipart body's first part is pdf or
-// values. It peeks at the start of the body without consuming it: the body
-// is replaced by a reader that still yields every byte.
-func (s *Server) isFormUpload(w http.ResponseWriter, r *http.Request) bool {
-	if s.cfg.Forms == nil {
-		return false
-	}
+// firstPart is the name of a multipart body's first part ("" when the
+// body is not multipart or has none). It peeks at the start of the body
+// without consuming it: the body is replaced by a reader that still
+// yields every byte.
+func (s *Server) firstPart(w http.ResponseWriter, r *http.Request) string {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return false
+		return ""
 	}
 	// The body's deadline covers the peek too; the readers below set it
 	// again for the whole body. A writer without deadlines
@@ -44,11 +42,20 @@ func (s *Server) isFormUpload(w http.ResponseWriter, r *http.Request) bool {
 	head, _ := br.Peek(8 << 10)
 	part, err := multipart.NewReader(bytes.NewReader(head), params["boundary"]).NextPart()
 	if err != nil {
-		return false
+		return ""
 	}
-	name := part.FormName()
-	return name == "pdf" || name == "values"
+	return part.FormName()
 }
+
+// isFormUpload reports whether a multipart job's first part is pdf or
+// values.
+func (s *Server) isFormUpload(first string) bool {
+	return s.cfg.Forms != nil && (first == "pdf" || first == "values")
+}
+
+// isOfficeUpload reports whether a multipart job's first part is file:
+// an Office document (convert.go). Its metadata part, if any, comes after.
+func isOfficeUpload(first string) bool { return first == "file" }
 
 // formJob reads a forms job and checks it as acceptance does: the form is
 // read (by qpdf, sandboxed) and every value checked, so a bad form or bad

@@ -222,7 +222,11 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, c caller, a *wo
 			// (CORS preflight): cookie callers are held to JSON.
 			return jobs.Input{}, errCookieJSON
 		}
-		if s.isFormUpload(w, r) {
+		first := s.firstPart(w, r)
+		if isOfficeUpload(first) {
+			return s.officeJob(w, r, c, a)
+		}
+		if s.isFormUpload(first) {
 			// A form and its values; a callback comes from the key's
 			// default only (the form part reader knows no callbackUrl).
 			in, err := s.formJob(w, r, a)

@@ -111,6 +111,11 @@ type Config struct {
 	// /v1/forms/fill (forms.go) and takes form jobs (formjobs.go); nil
 	// answers them 404.
 	Forms FormFiller
+	// Office converts Office documents (POST /v1/convert, office jobs):
+	// an *office.Pool in serve, a gateway's *cluster.Remote. Nil answers
+	// them 422 "Office conversion is not installed on this server" (the
+	// caller leaves it nil, never a nil *office.Pool).
+	Office worker.Converter
 	// Ready reports whether the service can render (TeX, data folder);
 	// nil means always ready.
 	Ready func(ctx context.Context) error
@@ -230,6 +235,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/metrics", s.ans.Method(http.MethodGet, s.cfg.Metrics.ServeHTTP))
 	}
 	mux.Handle("/v1/render", s.ans.Method(http.MethodPost, s.renderAPI))
+	mux.Handle("/v1/convert", s.ans.Method(http.MethodPost, s.convertAPI))
 	mux.Handle("/render/{documentId}", s.ans.Method(http.MethodGet, s.outlineRender))
 	mux.Handle("/render/collection/{collectionId}", s.ans.Method(http.MethodGet, s.outlineCollectionRender))
 	mux.Handle("/status/{documentId}", s.ans.Method(http.MethodGet, s.outlineStatus))
@@ -242,7 +248,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("/", s.ans.NoEndpoint)
 	if d, ok := s.cfg.Observer.(routeDeclarer); ok {
-		d.DeclareRoutes("/healthz", "/readyz", "/v1/render", "/render/{documentId}",
+		d.DeclareRoutes("/healthz", "/readyz", "/v1/render", "/v1/convert", "/render/{documentId}",
 			"/render/collection/{collectionId}", "/status/{documentId}")
 	}
 	return s.ans.Wrap(mux)
