@@ -32,6 +32,11 @@ type WorkerConfig struct {
 	// Forms reads and fills the forms gateways send (FormFieldsPath,
 	// FormCheckPath, FormFillPath); nil answers those routes 404.
 	Forms *forms.Filler
+	// Office converts the Office documents gateways send (ConvertPath,
+	// office.go); nil (no LibreOffice here) answers them 422 "Office
+	// conversion is not installed on this server". The caller leaves it
+	// nil, never a nil *office.Pool.
+	Office worker.Converter
 	// Ready reports whether the worker can render (TeX, data folder, job
 	// database); nil means always ready.
 	Ready func(ctx context.Context) error
@@ -57,7 +62,7 @@ func (c WorkerConfig) validate() error {
 }
 
 // Worker is a worker's listener (`outprint worker`): RenderPath, the form
-// routes (forms.go), /healthz, /readyz and /metrics, nothing else. It is safe for concurrent use.
+// routes (forms.go), ConvertPath (office.go), /healthz, /readyz and /metrics, nothing else. It is safe for concurrent use.
 type Worker struct {
 	cfg WorkerConfig
 	ans *httperr.Writer
@@ -96,6 +101,7 @@ func (wk *Worker) Handler() http.Handler {
 		mux.Handle("/metrics", wk.ans.Method(http.MethodGet, wk.cfg.Metrics.ServeHTTP))
 	}
 	mux.Handle(RenderPath, wk.ans.Method(http.MethodPost, wk.render))
+	mux.Handle(ConvertPath, wk.ans.Method(http.MethodPost, wk.convert))
 	if wk.cfg.Forms != nil {
 		mux.Handle(FormFieldsPath, wk.ans.Method(http.MethodPost, wk.formFields))
 		mux.Handle(FormCheckPath, wk.ans.Method(http.MethodPost, wk.formCheck))
