@@ -3,7 +3,8 @@
 # See README, "The container image", and compose.yaml.
 #
 # The layers are ordered by how often they change: the Debian packages
-# (scripts/packages-serve.txt), the emoji set and the Mermaid bundle first,
+# (scripts/packages-serve.txt, then LibreOffice's, scripts/packages-office.txt),
+# the emoji set and the Mermaid bundle first,
 # the zygote shim,
 # then the binary. A change of outprint's Go source rebuilds only the binary
 # (Go's build cache is a cache mount) and the image's last layer.
@@ -48,6 +49,14 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY scripts/packages-serve.txt /usr/local/share/outprint/packages-serve.txt
 RUN apt-get update \
     && mapfile -t packages < <(sed 's/#.*//' /usr/local/share/outprint/packages-serve.txt | tr -s ' \t' '\n' | grep .) \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}" \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+# LibreOffice for Office documents (internal/office) and the fonts they ask
+# for, in a layer of their own after TeX's (scripts/packages-office.txt):
+# a change to them reuses the cached TeX layer above.
+COPY scripts/packages-office.txt /usr/local/share/outprint/packages-office.txt
+RUN apt-get update \
+    && mapfile -t packages < <(sed 's/#.*//' /usr/local/share/outprint/packages-office.txt | tr -s ' \t' '\n' | grep .) \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}" \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 # The data folder is mode 1777: a tmpfs mounted over it takes the folder's

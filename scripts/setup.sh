@@ -19,12 +19,13 @@ case "$mode" in
   *) echo "usage: scripts/setup.sh [serve|test]" >&2; exit 2 ;;
 esac
 
-# What serving needs: scripts/packages-serve.txt, the list the container
-# image installs too (add a package outprint runs there, and its program to
-# internal/programs); gcc for the TeX pool's zygote shim (scripts/shim.sh;
+# What serving needs: scripts/packages-serve.txt and
+# scripts/packages-office.txt (LibreOffice and the fonts Office documents
+# ask for), the lists the container image installs too (add a package
+# outprint runs there, and its program to internal/programs); gcc for the TeX pool's zygote shim (scripts/shim.sh;
 # without it the pool warms every process itself); curl, with which
 # scripts/run.sh waits for the server.
-mapfile -t serve_packages < <(sed 's/#.*//' scripts/packages-serve.txt | tr -s ' \t' '\n' | grep .)
+mapfile -t serve_packages < <(sed 's/#.*//' scripts/packages-serve.txt scripts/packages-office.txt | tr -s ' \t' '\n' | grep .)
 serve_packages+=(gcc libc6-dev curl)
 
 # What only tests and benchmarks use (add test-only packages here):

@@ -1,7 +1,8 @@
 // Package programs lists the programs `outprint serve`, `gateway` and
 // `worker` run, each with the Debian package that installs it: the one list
 // the container image, `make run` and the tests take as the truth. The
-// packages themselves are in scripts/packages-serve.txt, which the
+// packages themselves are in scripts/packages-serve.txt and
+// scripts/packages-office.txt (LibreOffice, a layer of its own), which the
 // Dockerfile's runtime stage installs and scripts/setup.sh installs for
 // `make run`; this package's test checks that every program's package is
 // there, and the image test (internal/imagetest) runs `which` for every
@@ -40,14 +41,21 @@ const (
 	Chromium = "chromium"
 	// Dot draws Graphviz diagrams (internal/diagram).
 	Dot = "dot"
+	// Soffice is LibreOffice, which converts Office documents
+	// (internal/office).
+	Soffice = "soffice"
+	// Python3 runs the UNO bridge that drives LibreOffice
+	// (internal/office; python3-uno makes `import uno` work).
+	Python3 = "python3"
 )
 
 // Program is one program outprint runs.
 type Program struct {
 	// Name is the program's name in PATH.
 	Name string
-	// Package is the Debian package in scripts/packages-serve.txt that
-	// installs it (itself or as a dependency).
+	// Package is the Debian package in scripts/packages-serve.txt (or
+	// scripts/packages-office.txt) that installs it (itself or as a
+	// dependency).
 	Package string
 	// User is the outprint package that runs it.
 	User string
@@ -65,6 +73,8 @@ func Serving() []Program {
 		{Name: PRLimit, Package: "util-linux", User: "forms"},
 		{Name: Chromium, Package: "chromium", User: "diagram"},
 		{Name: Dot, Package: "graphviz", User: "diagram"},
+		{Name: Soffice, Package: "libreoffice-writer-nogui", User: "office"},
+		{Name: Python3, Package: "python3-uno", User: "office"},
 	}
 }
 

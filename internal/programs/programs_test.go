@@ -9,18 +9,21 @@ import (
 	"github.com/outprint/outprint/internal/testenv"
 )
 
-// servePackages reads scripts/packages-serve.txt as the Dockerfile does:
-// words, comments after "#" dropped.
+// servePackages reads scripts/packages-serve.txt and
+// scripts/packages-office.txt as the Dockerfile does: words, comments
+// after "#" dropped.
 func servePackages(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../../scripts/packages-serve.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pkgs []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		pkgs = append(pkgs, strings.Fields(line)...)
+	for _, name := range []string{"packages-serve.txt", "packages-office.txt"} {
+		raw, err := os.ReadFile("../../scripts/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			pkgs = append(pkgs, strings.Fields(line)...)
+		}
 	}
 	return pkgs
 }
