@@ -21,6 +21,7 @@ import (
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/metrics"
+	"github.com/outprint/outprint/internal/office"
 	"github.com/outprint/outprint/internal/outline"
 	"github.com/outprint/outprint/internal/raster"
 	"github.com/outprint/outprint/internal/render"
@@ -44,6 +45,7 @@ func (m *Main) assembleServe(ctx context.Context) error {
 	if err := m.openDiagrams(admissionConfig(m.cfg).Slots); err != nil {
 		return err
 	}
+	m.openOffice(ctx, admissionConfig(m.cfg).Slots)
 	if err := m.openAdmission(admissionConfig(m.cfg)); err != nil {
 		return err
 	}
@@ -55,11 +57,11 @@ func (m *Main) assembleServe(ctx context.Context) error {
 	if err := m.openCapacity(renderer); err != nil {
 		return err
 	}
-	runtime := worker.NewJobs(worker.JobsConfig{Pipeline: m.pl, Renderer: renderer, Forms: filler})
+	runtime := worker.NewJobs(worker.JobsConfig{Pipeline: m.pl, Renderer: renderer, Forms: filler, Office: m.converter(), Observer: m.mt})
 	if err := m.openJobs(ctx, runtime); err != nil {
 		return err
 	}
-	return m.publicAPI(filler)
+	return m.publicAPI(filler, m.converter())
 }
 
 // assembleGateway is `outprint gateway`: the public API, its Render stage
@@ -95,7 +97,8 @@ func (m *Main) assembleGateway(ctx context.Context) error {
 	if err := m.openJobs(ctx, nil); err != nil {
 		return err
 	}
-	return m.publicAPI(remote)
+	m.officeState = "workers"
+	return m.publicAPI(remote, remote)
 }
 
 // assembleWorker is `outprint worker`: renders for gateways and queued
@@ -110,6 +113,7 @@ func (m *Main) assembleWorker(ctx context.Context) error {
 	if err := m.openDiagrams(workerAdmission(m.cfg).Slots); err != nil {
 		return err
 	}
+	m.openOffice(ctx, workerAdmission(m.cfg).Slots)
 	if err := m.openAdmission(workerAdmission(m.cfg)); err != nil {
 		return err
 	}
@@ -121,14 +125,14 @@ func (m *Main) assembleWorker(ctx context.Context) error {
 	if err := m.openCapacity(renderer); err != nil {
 		return err
 	}
-	runtime := worker.NewJobs(worker.JobsConfig{Pipeline: m.pl, Renderer: renderer, Forms: filler})
+	runtime := worker.NewJobs(worker.JobsConfig{Pipeline: m.pl, Renderer: renderer, Forms: filler, Office: m.converter(), Observer: m.mt})
 	if err := m.openJobs(ctx, runtime); err != nil {
 		return err
 	}
 	m.keepListening = true
 	m.listener = func(http.Handler) (http.Handler, error) {
 		wk, err := cluster.NewWorker(cluster.WorkerConfig{
-			Capacity: m.capacity, Secret: m.cfg.Cluster.Secret, Forms: filler, Ready: m.ready,
+			Capacity: m.capacity, Secret: m.cfg.Cluster.Secret, Forms: filler, Office: m.converter(), Ready: m.ready,
 			Metrics: m.metricsHandler(), ObserveRequest: m.mt.ObserveRequest, Logger: m.log,
 		})
 		if err != nil {
@@ -169,6 +173,10 @@ func (m *Main) openCore(addr, setting string) error {
 	// with.
 	m.mt.Known(append(limits.Codes(), jobs.CodeExhausted, jobs.CodeInputMissing),
 		append(limits.Codes(), worker.ResultOK, worker.ResultCanceled))
+	// Conversions: every format's successes and duration from the first
+	// scrape; its failures appear with the first one (13 formats by every
+	// code would be hundreds of series at 0).
+	m.mt.KnownOffice(office.Formats(), []string{worker.ResultOK})
 	m.mt.SetMemorySource(func() metrics.MemoryStats {
 		used, limit := tex.Memory()
 		return metrics.MemoryStats{Used: used, Limit: limit}
@@ -288,10 +296,11 @@ func (m *Main) metricsHandler() http.Handler {
 
 // publicAPI sets the listener of serve and gateway: the public API
 // (httpapi) with what serves outside Markdown renders — Outline and
-// external images through one SSRF-safe client, forms (the local filler,
-// or on a gateway the workers), the page for people and page thumbnails — and, once the job
+// external images through one SSRF-safe client, forms and Office
+// documents (the local filler and LibreOffice pool, or on a gateway the
+// workers), the page for people and page thumbnails — and, once the job
 // service runs, River's console for admin keys.
-func (m *Main) publicAPI(filler httpapi.FormFiller) error {
+func (m *Main) publicAPI(filler httpapi.FormFiller, conv worker.Converter) error {
 	cfg := m.cfg
 	var (
 		remote images.Source
@@ -319,7 +328,7 @@ func (m *Main) publicAPI(filler httpapi.FormFiller) error {
 	}
 	api := httpapi.Config{
 		Capacity: m.capacity, Auth: cfg, Anonymous: cfg.Anonymous(), RemoteImages: remote, Outline: wiki,
-		Jobs: m.jr.svc, Forms: filler, Ready: m.ready, Metrics: m.metricsHandler(), Observer: m.mt, Logger: m.log,
+		Jobs: m.jr.svc, Forms: filler, Office: conv, Ready: m.ready, Metrics: m.metricsHandler(), Observer: m.mt, Logger: m.log,
 		Web: site, Raster: thumbs, Callbacks: m.webhooks, PublicURL: cfg.Webhooks.PublicURL, TempDir: m.tmp,
 	}
 	m.listener = func(console http.Handler) (http.Handler, error) {

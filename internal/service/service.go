@@ -33,6 +33,7 @@ import (
 	"github.com/outprint/outprint/internal/diagram"
 	"github.com/outprint/outprint/internal/httpapi"
 	"github.com/outprint/outprint/internal/metrics"
+	"github.com/outprint/outprint/internal/office"
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/webhook"
 	"github.com/outprint/outprint/internal/worker"
@@ -121,7 +122,12 @@ type Main struct {
 	// drawer draws diagrams for the pipeline; nil on a gateway and when
 	// diagrams are off.
 	drawer *diagram.Drawer
-	jr     *jobRuntime
+	// office converts Office documents (office.go); nil on a gateway and
+	// where LibreOffice is not installed. officeState is what the
+	// startup log says of it.
+	office      *office.Pool
+	officeState string
+	jr          *jobRuntime
 	// probe renders a document at startup for /readyz; nil on a gateway,
 	// which has no TeX.
 	probe *texProbe
@@ -282,7 +288,8 @@ func (m *Main) Run(ctx context.Context) error {
 	log.Info("listening", "addr", m.ln.Addr().String(), "url", "http://"+m.ln.Addr().String(),
 		"anonymous", cfg.Anonymous(), "api_keys", len(cfg.Auth.APIKeys), "data_dir", dataDir(cfg),
 		"slots", ac.Slots, "queue_depth", ac.QueueDepth, "per_user", ac.PerUser,
-		"max_wait", ac.MaxWait.String(), "preview_slots", m.capacity.Previews().Config().Slots, "render_timeout", m.pl.Limits().Timeout.String(), "engine", m.engine.name)
+		"max_wait", ac.MaxWait.String(), "preview_slots", m.capacity.Previews().Config().Slots, "render_timeout", m.pl.Limits().Timeout.String(), "engine", m.engine.name,
+		"office", m.officeState)
 
 	var runErr error
 	select {

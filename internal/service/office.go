@@ -1,0 +1,93 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/outprint/outprint/internal/metrics"
+	"github.com/outprint/outprint/internal/office"
+	"github.com/outprint/outprint/internal/programs"
+	"github.com/outprint/outprint/internal/worker"
+)
+
+// Office documents (issue 28): a rendering process (serve, worker) keeps
+// one warm LibreOffice process per render slot, since a conversion holds
+// a slot of the same capacity as renders and forms. Without LibreOffice
+// the process still starts and renders; an Office document is then
+// refused 422 "Office conversion is not installed on this server", as a
+// diagram without its renderer is, and `outprint config check` and the
+// startup log say so.
+
+// openOffice opens the LibreOffice pool of a rendering process with slots
+// processes, or leaves m.office nil when LibreOffice cannot run here.
+// /readyz asks the pool each time; its processes end at Close, after the
+// renders drained.
+func (m *Main) openOffice(ctx context.Context, slots int) {
+	pool, err := office.NewPool(ctx, office.Config{Slots: slots, Dir: m.tmp, Logger: m.log})
+	if err != nil {
+		m.officeState = "not installed"
+		m.log.Warn("Office conversion not installed: an Office document is refused (422); scripts/setup.sh serve installs LibreOffice", "err", err)
+		return
+	}
+	m.office = pool
+	m.officeState = "on"
+	m.onClose(pool.Close)
+	m.pools = append(m.pools, newReadyCache("LibreOffice pool", pool))
+	m.mt.SetOfficeSource(func() metrics.OfficeStats { return officeStats(pool.Stats()) })
+	m.log.Info("Office conversion", "processes", slots)
+}
+
+// officeStats is what a scrape reports of the pool: each process's
+// memory by slot and its restarts by cause, every cause present (at 0
+// until it happens) so that a rate over it exists from the start.
+func officeStats(st office.Stats) metrics.OfficeStats {
+	out := metrics.OfficeStats{Restarts: map[string]uint64{}}
+	for _, p := range st.Processes {
+		out.RSS = append(out.RSS, p.RSS)
+	}
+	for _, c := range office.Causes() {
+		out.Restarts[c] = 0
+	}
+	for c, n := range st.Restarts {
+		out.Restarts[c] = uint64(max(n, 0))
+	}
+	return out
+}
+
+// converter is the process's Office converter for the API and the job
+// runtime: nil when there is none, never a nil *office.Pool.
+func (m *Main) converter() worker.Converter {
+	if m.office == nil {
+		return nil
+	}
+	return m.office
+}
+
+// officeCheckTimeout bounds the check of LibreOffice's Python bridge.
+const officeCheckTimeout = 10 * time.Second
+
+// OfficeStatus says, for `outprint config check`, whether this machine
+// can convert Office documents: LibreOffice (soffice) and the python3
+// that imports uno, which drives it. It starts no LibreOffice.
+func OfficeStatus(ctx context.Context) string {
+	soffice, err := programs.Find(programs.Soffice)
+	if err != nil {
+		return fmt.Sprintf("not installed: %v; an Office document is refused (422)", err)
+	}
+	python, err := programs.Find(programs.Python3)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, officeCheckTimeout)
+		defer cancel()
+		err = exec.CommandContext(ctx, python, "-c", "import uno").Run()
+		if err != nil {
+			err = errors.New("python3 cannot import uno (install the Debian package python3-uno; scripts/setup.sh serve does)")
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("not installed: %v; an Office document is refused (422)", err)
+	}
+	return "converted by LibreOffice (" + soffice + ")"
+}
