@@ -164,12 +164,22 @@ func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return formsReport(err, where, *asJSON, stdout, stderr)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(*out), ".outprint-fill-*.pdf")
-	if err != nil {
+	if err := writeFileAtomic(*out, res.PDF); err != nil {
 		_, _ = fmt.Fprintf(stderr, "outprint fill: %v\n", err)
 		return exitInternal
 	}
-	_, werr := tmp.Write(res.PDF)
+	_, _ = fmt.Fprintf(stderr, "%s: %d pages, %d fields, %d filled\n", *out, res.Pages, res.Fields, res.Filled)
+	return exitOK
+}
+
+// writeFileAtomic writes data to out through a temporary file next to it,
+// renamed only when complete: after an error no partial PDF is left.
+func writeFileAtomic(out string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".outprint-*.pdf")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr
@@ -178,14 +188,10 @@ func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		werr = os.Chmod(tmp.Name(), 0o644)
 	}
 	if werr == nil {
-		werr = os.Rename(tmp.Name(), *out)
+		werr = os.Rename(tmp.Name(), out)
 	}
 	if werr != nil {
-		// Best effort: the write error below is the one worth reporting.
-		_ = os.Remove(tmp.Name())
-		_, _ = fmt.Fprintf(stderr, "outprint fill: %v\n", werr)
-		return exitInternal
+		_ = os.Remove(tmp.Name()) // best effort: the write already failed
 	}
-	_, _ = fmt.Fprintf(stderr, "%s: %d pages, %d fields, %d filled\n", *out, res.Pages, res.Fields, res.Filled)
-	return exitOK
+	return werr
 }

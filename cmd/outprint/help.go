@@ -21,6 +21,9 @@ func helpOf(name string) (line, what string) {
 	case "render":
 		return "render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]",
 			"Renders one Markdown file to a PDF with the service's pipeline and limits, on a cold TeX process."
+	case "convert":
+		return "convert FILE [-o OUT.pdf] [--metadata META.json] [--json]",
+			"Converts one Office document (DOCX, DOC, ODT, RTF, XLSX, XLS, ODS, CSV, PPTX, PPT, ODP) to a PDF with LibreOffice, within the service's limits."
 	case "fields":
 		return "fields FORM.pdf [--json]",
 			"Lists the fillable fields of a PDF form: name, type, page, current value and options."

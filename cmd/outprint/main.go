@@ -4,6 +4,7 @@
 // internal/service and the logic lives in the other internal/ packages.
 //
 //	outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+//	outprint convert FILE [-o OUT.pdf] [--metadata META.json] [--json]
 //	outprint fields FORM.pdf [--json]
 //	outprint fill FORM.pdf VALUES.json [-o OUT.pdf] [--json]
 //	outprint serve [--config FILE]
@@ -41,7 +42,7 @@ const (
 // the command does not know (none of a one-shot render's) is internal.
 func exitCodeOf(le *limits.Error) int {
 	switch le.Kind {
-	case limits.KindDocument, limits.KindRequest, limits.KindTooLarge, limits.KindTimeout:
+	case limits.KindDocument, limits.KindRequest, limits.KindTooLarge, limits.KindTimeout, limits.KindUnsupported:
 		return exitDocument
 	}
 	return exitInternal
@@ -56,6 +57,8 @@ func main() {
 
 const usage = `usage:
   outprint render FILE.md [-o OUT.pdf] [--metadata META.json] [--json]
+  outprint convert FILE [-o OUT.pdf] [--metadata META.json] [--json]
+                                        convert an Office document (DOCX, XLSX, PPTX, …)
   outprint fields FORM.pdf [--json]     list the fields of a PDF form
   outprint fill FORM.pdf VALUES.json [-o OUT.pdf] [--json]
                                         fill a PDF form and flatten it
@@ -87,6 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "render":
 		return renderCmd(ctx, args[1:], stdout, stderr)
+	case "convert":
+		return convertCmd(ctx, args[1:], stdout, stderr)
 	case "fields":
 		return fieldsCmd(ctx, args[1:], stdout, stderr)
 	case "fill":

@@ -143,7 +143,7 @@ func (j *Jobs) office(ctx context.Context, in jobs.RenderInput, progress func(st
 	}
 	progress(jobs.PhaseRendering, 0)
 	start := time.Now()
-	res, err := convert(ctx, j.cfg.Office, in.Office.Doc, f, o, j.cfg.Limits)
+	res, err := Convert(ctx, j.cfg.Office, in.Office.Doc, f, o, j.cfg.Limits)
 	j.cfg.Observer.ObserveConversion(f.Name, Result(ctx, err), time.Since(start))
 	if err != nil {
 		return nil, err

@@ -113,7 +113,7 @@ func (t *Ticket) Convert(ctx context.Context, conv Converter, doc []byte, f offi
 		t.c.cfg.Observer.ObserveConversionQueue(t.t.Waited())
 		start := time.Now()
 		var err error
-		res, err = convert(ctx, conv, doc, f, o, t.c.cfg.Pipeline.Limits())
+		res, err = Convert(ctx, conv, doc, f, o, t.c.cfg.Pipeline.Limits())
 		took = time.Since(start)
 		return 0, err
 	})
@@ -121,9 +121,10 @@ func (t *Ticket) Convert(ctx context.Context, conv Converter, doc []byte, f offi
 	return res, err
 }
 
-// convert runs one conversion within lim's timeout and checks its pages
-// and size against lim: the same for a request and a job.
-func convert(ctx context.Context, conv Converter, doc []byte, f office.Format, o office.Options, lim limits.Render) (*Converted, error) {
+// Convert runs one conversion with conv within lim's timeout and checks
+// its pages and size against lim: the same for a request, a job and
+// `outprint convert`. The caller holds a slot, or is the command line.
+func Convert(ctx context.Context, conv Converter, doc []byte, f office.Format, o office.Options, lim limits.Render) (*Converted, error) {
 	cctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	out, err := conv.Convert(cctx, doc, f, o)
