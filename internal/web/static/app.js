@@ -65,11 +65,15 @@ $('key-form').addEventListener('submit', (e) => {
 // ---- choosing a document ----
 const IMAGE = /\.(png|jpe?g|svg)$/i;
 const MD = /\.(md|markdown|txt)$/i;
+// Office documents go to the server as they are (the part file of a job):
+// it recognises them by their content, so the name only picks the route.
+const OFFICE = /\.(docx|docm|doc|odt|rtf|xlsx|xlsm|xls|ods|csv|pptx|ppt|odp)$/i;
 
-// picked returns {doc: File|null, docPath, images: [{file, path}]}.
+// picked returns {doc: File|null, office: File|null, images: [{file, path}]}.
 function picked() {
-  const out = { doc: null, images: [] };
+  const out = { doc: null, office: null, images: [] };
   const add = (f, rel) => {
+    if (OFFICE.test(f.name) && !out.office) { out.office = f; return; }
     if (MD.test(f.name) && !out.doc) { out.doc = f; return; }
     if (IMAGE.test(f.name)) out.images.push({ file: f, path: rel });
   };
@@ -97,7 +101,8 @@ function imageRefs(md) {
 function describeChoice() {
   const p = picked();
   const parts = [];
-  if (p.doc) parts.push('Document: ' + p.doc.name);
+  if (p.office) parts.push('Office document: ' + p.office.name);
+  if (p.doc && !p.office) parts.push('Document: ' + p.doc.name);
   if (p.images.length) parts.push(p.images.length + ' image' + (p.images.length > 1 ? 's' : ''));
   $('chosen').textContent = parts.join(' · ');
 }
@@ -122,6 +127,10 @@ let sourceText = '';
 $('print-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   const p = picked();
+  if (p.office) {
+    await submitOffice(p.office);
+    return;
+  }
   let text, name;
   if (p.doc) {
     text = await p.doc.text();
@@ -172,6 +181,34 @@ $('print-form').addEventListener('submit', async (e) => {
     $('submit').disabled = false;
   }
 });
+
+// submitOffice sends an Office document as a job: the part file first (the
+// server tells an Office job by its first part), then the paper, the only
+// layout choice of the form LibreOffice honours.
+async function submitOffice(file) {
+  const form = new FormData();
+  form.append('file', file, file.name);
+  const paper = $('m-paper').value;
+  if (paper) form.append('metadata', new Blob([JSON.stringify({ paper })], { type: 'application/json' }), 'metadata.json');
+  sourceText = '';
+  $('submit').disabled = true;
+  announce('Sending the document…');
+  try {
+    const res = await api('v1/jobs', { method: 'POST', body: form });
+    if (res.status === 202 || res.status === 200) {
+      const job = await res.json();
+      $('problems').hidden = true;
+      location.hash = '#job=' + job.id;
+      loadJobs();
+      return;
+    }
+    showProblems(await errorsOf(res), '');
+  } catch (err) {
+    showProblems([{ message: String(err.message || err), line: null }], '');
+  } finally {
+    $('submit').disabled = false;
+  }
+}
 
 function showProblems(list, text) {
   const ul = $('problem-list');
