@@ -58,6 +58,8 @@ type envOptions struct {
 	// wrap wraps the real pipeline's Render stage (fault injection,
 	// gates); nil renders directly.
 	wrap func(Renderer) Renderer
+	// office converts Office documents (Config.Office); nil: none.
+	office worker.Converter
 }
 
 // testEnv is a real server on a loopback port: the real pipeline with real
@@ -119,6 +121,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		Observer:  m,
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
 		Forms:     filler,
+		Office:    o.office,
 
 		BodyTimeout: o.bodyTimeout,
 		TempDir:     o.tempDir,

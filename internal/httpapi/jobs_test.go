@@ -90,6 +90,10 @@ type jobsOptions struct {
 	maxStored int64
 	// previewSlots is worker.Config.PreviewSlots (0: the default).
 	previewSlots int
+	// office converts Office documents, synchronously and as jobs; nil:
+	// none. timeout is the render timeout (0: the default).
+	office  worker.Converter
+	timeout time.Duration
 }
 
 // jobsEnv is a server with the job routes.
@@ -122,7 +126,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if err != nil {
 		t.Fatalf("tex.NewRunner: %v", err)
 	}
-	pl := render.New(render.Config{Engine: runner, Limits: limits.Render{MaxPages: o.maxPages}, TempDir: e.texDir})
+	pl := render.New(render.Config{Engine: runner, Limits: limits.Render{MaxPages: o.maxPages, Timeout: o.timeout}, TempDir: e.texDir})
 	var r Renderer = pl
 	if o.hooks != nil {
 		o.hooks.next = pl
@@ -157,7 +161,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc, err = jobs.New(db, st, worker.NewJobs(worker.JobsConfig{Pipeline: pl, Renderer: r, Forms: filler}), jobs.Config{
+	e.svc, err = jobs.New(db, st, worker.NewJobs(worker.JobsConfig{Pipeline: pl, Renderer: r, Forms: filler, Office: o.office}), jobs.Config{
 		TTL:               ttl,
 		Clock:             e.clock,
 		MaxWorkers:        ac.Slots,
@@ -197,6 +201,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 		Auth:      olKeys{keyAlice: {"alice", "acme"}, keyBob: {"bob", "acme"}, keyOscar: {"oscar", "other"}},
 		Jobs:      e.svc,
 		Forms:     filler,
+		Office:    o.office,
 		Logger:    quietJobLogger(),
 		Callbacks: o.callbacks,
 	}

@@ -56,6 +56,35 @@ func TestUploadDigest(t *testing.T) {
 	}
 }
 
+// TestOfficeDigest: an office job's digest covers the document's bytes,
+// its name and the overrides, and nothing else decides it; it is not a
+// Markdown job's digest of the same name.
+func TestOfficeDigest(t *testing.T) {
+	t.Parallel()
+	in := Input{Name: "report.pdf", Office: &OfficeInput{Doc: []byte("PK docx bytes"), Format: "docx", Options: []byte(`{"paper":"letter"}`)}}
+	want := RequestDigest(in)
+	if in.Kind() != KindOffice {
+		t.Errorf("Kind() = %s, want %s", in.Kind(), KindOffice)
+	}
+	for name, change := range map[string]func(*Input){
+		"name":     func(i *Input) { i.Name = "other.pdf" },
+		"document": func(i *Input) { i.Office = &OfficeInput{Doc: []byte("PK other"), Format: "docx", Options: i.Office.Options} },
+		"options":  func(i *Input) { i.Office = &OfficeInput{Doc: i.Office.Doc, Format: "docx"} },
+		"kind":     func(i *Input) { i.Office = nil },
+	} {
+		other := in
+		change(&other)
+		if got := RequestDigest(other); got == want {
+			t.Errorf("RequestDigest with another %s = the original's %s", name, got)
+		}
+	}
+	other := in
+	other.Tenant, other.User, other.IdempotencyKey = "t", "u", "k"
+	if got := RequestDigest(other); got != want {
+		t.Errorf("RequestDigest with tenant, user and key = %s, want %s", got, want)
+	}
+}
+
 // TestPrepare: acceptance keeps the bytes of exactly the images the
 // document references, keyed by the URL the Markdown uses, names the job
 // after the document's title, and passes a document's problem on as it is.

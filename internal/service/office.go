@@ -77,13 +77,21 @@ func OfficeStatus(ctx context.Context) string {
 	if err != nil {
 		return fmt.Sprintf("not installed: %v; an Office document is refused (422)", err)
 	}
-	python, err := programs.Find(programs.Python3)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, officeCheckTimeout)
-		defer cancel()
-		err = exec.CommandContext(ctx, python, "-c", "import uno").Run()
-		if err != nil {
-			err = errors.New("python3 cannot import uno (install the Debian package python3-uno; scripts/setup.sh serve does)")
+	// Debian's python3 first, which python3-uno is built for (a python3
+	// of pyenv or a virtualenv earlier on PATH cannot import it), as the
+	// pool looks for it.
+	err = errors.New("no python3 imports uno (install the Debian package python3-uno; scripts/setup.sh serve does)")
+	for _, candidate := range []string{"/usr/bin/python3", programs.Python3} {
+		python, ferr := programs.Find(candidate)
+		if ferr != nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, officeCheckTimeout)
+		rerr := exec.CommandContext(cctx, python, "-I", "-c", "import uno").Run()
+		cancel()
+		if rerr == nil {
+			err = nil
+			break
 		}
 	}
 	if err != nil {
