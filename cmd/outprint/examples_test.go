@@ -91,14 +91,16 @@ func exampleRun(first string) string {
 		"job=$(curl -s -o /dev/null -w '%header{location}' -F document=@examples/showcase.md \\",
 		"curl -sN http://127.0.0.1:8080$job/events   # $job: /v1/jobs/{id}, as above",
 		"curl -s -F pdf=@examples/onboarding-form.pdf http://127.0.0.1:8080/v1/forms/fields",
-		"curl -s -F pdf=@examples/onboarding-form.pdf -F values=@examples/onboarding-values.json \\":
+		"curl -s -F pdf=@examples/onboarding-form.pdf -F values=@examples/onboarding-values.json \\",
+		"curl -F file=@report.docx http://localhost:8080/v1/convert -o report.pdf":
 		return exServe
 	case `curl -s -H "Authorization: Bearer $KEY" -F document=@report.md \`:
 		return exKeyed
 	case "createdb -h 127.0.0.1 -U postgres outprint":
 		return exCluster
 	case "bin/outprint render doc.md                 # writes doc.pdf",
-		"bin/outprint fields examples/onboarding-form.pdf         # name, type, page, value, options":
+		"bin/outprint fields examples/onboarding-form.pdf         # name, type, page, value, options",
+		"bin/outprint convert report.docx            # writes report.pdf; -o OUT.pdf, --metadata META.json, --json":
 		return exCLI
 	case "cd deploy/prometheus && promtool check rules alerts.yaml && promtool test rules alerts_test.yaml":
 		return exRepo
@@ -159,6 +161,15 @@ func TestShellExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The report.docx of "Office documents": a real one of
+		// ../shared/office.
+		docx, err := os.ReadFile(sharedOffice(t, "word-google-docs.docx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "report.docx"), docx, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return dir
 	}
 	script := func(bs []shellBlock) string {
@@ -216,7 +227,7 @@ until curl -sf -o /dev/null http://127.0.0.1:8080/readyz; do kill -0 $pid; sleep
 		t.Parallel()
 		dir := folder(t)
 		againstServe(t, dir, groups[exServe], "")
-		pdfs(t, dir, "showcase.pdf", "memo.pdf", "onboarding-form-filled.pdf")
+		pdfs(t, dir, "showcase.pdf", "memo.pdf", "onboarding-form-filled.pdf", "report.pdf")
 	})
 	t.Run("keyed", func(t *testing.T) {
 		t.Parallel()
@@ -275,7 +286,7 @@ dropdb -h 127.0.0.1 -U postgres --force outprint
 		if out, err := shell(t, dir, script(groups[exCLI])); err != nil {
 			t.Errorf("the command-line examples: %v\n%s", err, tailString(out, 4000))
 		}
-		pdfs(t, dir, "doc.pdf", "out.pdf", "filled.pdf")
+		pdfs(t, dir, "doc.pdf", "out.pdf", "filled.pdf", "report.pdf")
 	})
 	t.Run("repo", func(t *testing.T) {
 		t.Parallel()
