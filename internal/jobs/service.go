@@ -208,6 +208,9 @@ func validateInput(in Input) error {
 	if in.Office != nil && (len(in.Office.Doc) == 0 || in.Office.Format == "" || in.Form != nil || in.Outline != nil || len(in.Markdown) > 0) {
 		return errors.New("submit: an office job takes a document and its format only")
 	}
+	if in.Office != nil && len(in.Office.Doc) > limits.MaxOfficeBytes {
+		return limits.TooLargeThan(int64(len(in.Office.Doc)), limits.MaxOfficeBytes)
+	}
 	if in.Outline != nil && in.Outline.DocumentID == "" {
 		return errors.New("submit: outline source without document id")
 	}
