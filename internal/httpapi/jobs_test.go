@@ -91,7 +91,8 @@ type jobsOptions struct {
 	// previewSlots is worker.Config.PreviewSlots (0: the default).
 	previewSlots int
 	// office converts Office documents, synchronously and as jobs; nil:
-	// none. timeout is the render timeout (0: the default).
+	// none. timeout is the render timeout, and a minute more each job
+	// attempt's (0: the defaults).
 	office  worker.Converter
 	timeout time.Duration
 }
@@ -161,8 +162,13 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	jobTimeout := time.Duration(0) // the default
+	if o.timeout > 0 {
+		jobTimeout = o.timeout + time.Minute
+	}
 	e.svc, err = jobs.New(db, st, worker.NewJobs(worker.JobsConfig{Pipeline: pl, Renderer: r, Forms: filler, Office: o.office}), jobs.Config{
 		TTL:               ttl,
+		JobTimeout:        jobTimeout,
 		Clock:             e.clock,
 		MaxWorkers:        ac.Slots,
 		Budget:            worker.NewBudget(e.adm),
