@@ -67,10 +67,12 @@ func TestOfficeDigest(t *testing.T) {
 		t.Errorf("Kind() = %s, want %s", in.Kind(), KindOffice)
 	}
 	for name, change := range map[string]func(*Input){
-		"name":     func(i *Input) { i.Name = "other.pdf" },
-		"document": func(i *Input) { i.Office = &OfficeInput{Doc: []byte("PK other"), Format: "docx", Options: i.Office.Options} },
-		"options":  func(i *Input) { i.Office = &OfficeInput{Doc: i.Office.Doc, Format: "docx"} },
-		"kind":     func(i *Input) { i.Office = nil },
+		"name": func(i *Input) { i.Name = "other.pdf" },
+		"document": func(i *Input) {
+			i.Office = &OfficeInput{Doc: []byte("PK other"), Format: "docx", Options: i.Office.Options}
+		},
+		"options": func(i *Input) { i.Office = &OfficeInput{Doc: i.Office.Doc, Format: "docx"} },
+		"kind":    func(i *Input) { i.Office = nil },
 	} {
 		other := in
 		change(&other)
