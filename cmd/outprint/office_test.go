@@ -145,7 +145,7 @@ func TestClusterOffice(t *testing.T) {
 	env := clusterDB(t, "OUTPRINT_STORE=file://"+t.TempDir(), officeEnv[0])
 	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
 	g := startRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w.url)...)
-	name := "word-libreoffice-comments-changes.docx"
+	name := "word-google-docs.docx"
 	words := officeWords(t, name)
 
 	body, ct := officeUpload(t, sharedOffice(t, name))
@@ -159,7 +159,7 @@ func TestClusterOffice(t *testing.T) {
 			t.Errorf("converted PDF lacks %q", word)
 		}
 	}
-	if cd, want := a.header.Get("Content-Disposition"), `filename="word-libreoffice-comments-changes.pdf"`; !strings.Contains(cd, want) {
+	if cd, want := a.header.Get("Content-Disposition"), `filename="word-google-docs.pdf"`; !strings.Contains(cd, want) {
 		t.Errorf("Content-Disposition = %q, want %s", cd, want)
 	}
 	if got, want := a.header.Get("X-Outprint-Pages"), fmt.Sprint(pdfPages(t, a.body)); got != want {
@@ -203,7 +203,7 @@ func TestClusterOffice(t *testing.T) {
 	if text := pdfText(t, a.body); !strings.Contains(text, words[0]) {
 		t.Errorf("office job PDF lacks %q", words[0])
 	}
-	if job.Title != "word-libreoffice-comments-changes" {
+	if job.Title != "word-google-docs" {
 		t.Errorf("office job title = %q, want the upload's name", job.Title)
 	}
 }

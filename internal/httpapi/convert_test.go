@@ -268,7 +268,7 @@ func TestOfficeJob(t *testing.T) {
 	for _, kind := range dbKinds {
 		t.Run(kind, func(t *testing.T) {
 			e := newJobsEnv(t, jobsOptions{kind: kind, office: pool, timeout: officeLimits.Timeout})
-			name := "word-libreoffice-comments-changes.docx"
+			name := "word-google-docs.docx"
 			doc := sharedOffice(t, name)
 			submit := func(fileName string, doc []byte) answer {
 				ctype, body := officeBody(fileName, doc, `{"paper":"letter"}`)
@@ -283,7 +283,7 @@ func TestOfficeJob(t *testing.T) {
 			if again.ID != v.ID {
 				t.Errorf("the same request under the same key = job %s, want %s", again.ID, v.ID)
 			}
-			submit("Quarterly report.docx", sharedOffice(t, "word-google-docs.docx")).wantError(t, http.StatusConflict, CodeIdempotencyMismatch)
+			submit("Quarterly report.docx", sharedOffice(t, "word-apple-pages-lists.docx")).wantError(t, http.StatusConflict, CodeIdempotencyMismatch)
 
 			// The bound only stops a broken test from hanging: a loaded
 			// machine starts LibreOffice slowly.
@@ -293,7 +293,7 @@ func TestOfficeJob(t *testing.T) {
 				return isTerminal(done.State)
 			})
 			if done.State != jobs.StateSucceeded {
-				t.Fatalf("job = %+v, want succeeded", done)
+				t.Fatalf("job state = %s (error %+v), want succeeded", done.State, done.Error)
 			}
 			a := e.do(request{method: http.MethodGet, path: "/v1/jobs/" + v.ID + "/result", key: keyAlice})
 			pdf := a.wantPDF(t)

@@ -1,7 +1,8 @@
 // Package httpapi is outprint's public HTTP API (SPEC §4–§5): synchronous
 // renders (POST /v1/render), Outline documents (GET /render/{id} and
 // /status/{id}, outline.go), durable jobs (/v1/jobs, jobs.go), forms,
-// health and metrics. It speaks HTTP and nothing else: it reads requests,
+// Office documents (POST /v1/convert and office jobs, convert.go), health
+// and metrics. It speaks HTTP and nothing else: it reads requests,
 // authenticates, and answers; every non-2xx answer is the error list of
 // SPEC §5 (package httperr), and internal error text stays in the logs,
 // tied to the request id.
