@@ -45,7 +45,7 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitInternal
 		}
 		if *asJSON {
-			json.NewEncoder(stdout).Encode(map[string]any{"errors": le.Problems})
+			_ = json.NewEncoder(stdout).Encode(map[string]any{"errors": le.Problems}) // stdout closed: nothing to tell
 		} else {
 			printProblems(stderr, name, le.Problems)
 		}

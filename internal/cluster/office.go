@@ -111,5 +111,5 @@ func (wk *Worker) convert(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", strconv.Itoa(len(res.PDF)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(res.PDF)
+	_, _ = w.Write(res.PDF) // a client that left needs no answer
 }

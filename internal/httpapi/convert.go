@@ -76,7 +76,7 @@ func (s *Server) convertAPI(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Length", strconv.Itoa(len(res.PDF)))
 	h.Set("X-Outprint-Pages", strconv.Itoa(res.Pages))
 	w.WriteHeader(http.StatusOK)
-	w.Write(res.PDF)
+	_, _ = w.Write(res.PDF) // a client that left needs no answer
 }
 
 // officeName is the name (without ".pdf") a converted document downloads

@@ -236,7 +236,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}, func() float64 { return float64(m.peakMemory.Load()) })
 	reg.MustRegister(m.refusals, m.renderDuration, m.queueWait, peak,
 		m.jobQueueDelay, m.jobFailures, m.jobRetries, m.jobAccepted, m.jobFinished, m.requests, m.webhooks,
-		m.diagrams, m.diagramDraw, m.browsersEnded, m.sources)
+		m.diagrams, m.diagramDraw, m.browsersEnded, m.conversions, m.convDuration, m.convQueue, m.sources)
 	return m
 }
 

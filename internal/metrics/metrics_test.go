@@ -341,6 +341,10 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.ObserveRequest("/healthz", 200, time.Millisecond)
 	m.JobAccepted()
 	m.JobFinished("failed")
+	m.KnownOffice([]string{"docx"}, []string{"ok"})
+	m.ObserveConversion("docx", "ok", time.Second)
+	m.ObserveConversionQueue(time.Second)
+	m.SetOfficeSource(func() OfficeStats { return OfficeStats{} })
 	m.KnownDiagrams([]string{"mermaid"}, []string{"drawn"}, []string{"worn"})
 	m.DiagramDrawn("mermaid", "drawn")
 	m.ObserveDiagramDraw("mermaid", time.Second)
@@ -437,5 +441,55 @@ outprint_gateway_worker_ready{worker="http://10.0.0.2:8090"} 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(head+`outprint_gateway_worker_ready{worker="http://10.0.0.2:8090"} 0
 `), "outprint_gateway_worker_ready"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOffice: conversions count by format and result, their duration is
+// timed only when they ran, the known series exist at 0 from the start,
+// and the LibreOffice source reports memory by slot and restarts by cause
+// once it is set.
+func TestOffice(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	if _, ok := gather(t, reg)["outprint_office_restarts_total"]; ok {
+		t.Error("outprint_office_restarts_total reported before its source was set")
+	}
+	m.KnownOffice([]string{"docx", "xlsx"}, []string{"ok"})
+	if got := testutil.ToFloat64(m.conversions.WithLabelValues("xlsx", "ok")); got != 0 {
+		t.Errorf("conversions{xlsx,ok} after KnownOffice = %v, want 0", got)
+	}
+	m.ObserveConversion("docx", "ok", 2*time.Second)
+	m.ObserveConversion("docx", "busy", 0)
+	m.ObserveConversionQueue(time.Second)
+	for _, tc := range []struct {
+		format, result string
+		want           float64
+	}{{"docx", "ok", 1}, {"docx", "busy", 1}, {"xlsx", "ok", 0}} {
+		if got := testutil.ToFloat64(m.conversions.WithLabelValues(tc.format, tc.result)); got != tc.want {
+			t.Errorf("conversions{%s,%s} = %v, want %v", tc.format, tc.result, got, tc.want)
+		}
+	}
+	fams := gather(t, reg)
+	for _, mt := range fams["outprint_office_conversion_duration_seconds"].GetMetric() {
+		if mt.GetLabel()[0].GetValue() == "docx" && mt.GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("docx duration samples = %d, want 1 (the refused one is not timed)", mt.GetHistogram().GetSampleCount())
+		}
+	}
+	if n := fams["outprint_office_queue_delay_seconds"].GetMetric()[0].GetHistogram().GetSampleCount(); n != 1 {
+		t.Errorf("queue delay samples = %d, want 1", n)
+	}
+	m.SetOfficeSource(func() OfficeStats {
+		return OfficeStats{RSS: []int64{100, 200}, Restarts: map[string]uint64{"crash": 2, "memory": 0}}
+	})
+	fams = gather(t, reg)
+	if got := len(fams["outprint_office_process_rss_bytes"].GetMetric()); got != 2 {
+		t.Errorf("process_rss_bytes series = %d, want one per slot (2)", got)
+	}
+	restarts := map[string]float64{}
+	for _, mt := range fams["outprint_office_restarts_total"].GetMetric() {
+		restarts[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+	}
+	if restarts["crash"] != 2 || len(restarts) != 2 {
+		t.Errorf("restarts = %v, want crash 2 and memory 0", restarts)
 	}
 }
