@@ -765,9 +765,13 @@ auth:
 		// Webhook deliveries (issue 16); diagrams (issue 27).
 		"outcome": regexp.MustCompile(`^(delivered|retry|dead|drawn|cached|invalid|too_large|error)$`),
 		"le":      regexp.MustCompile(`^([0-9.e+-]+|\+Inf)$`),
-		// Diagrams (issue 27): the engine and why a browser ended.
+		// Diagrams (issue 27): the engine and why a browser ended; Office
+		// conversions (issue 28): the formats of package office, why a
+		// LibreOffice process was replaced, one process per render slot.
 		"engine": regexp.MustCompile(`^(mermaid|graphviz)$`),
-		"cause":  regexp.MustCompile(`^(worn|stopped|crashed|idle|failed_start)$`),
+		"cause":  regexp.MustCompile(`^(worn|stopped|crashed|idle|failed_start|conversions|memory|timeout|cancel|crash)$`),
+		"format": regexp.MustCompile(`^(docx|docm|doc|odt|rtf|xlsx|xlsm|xls|ods|csv|pptx|ppt|odp)$`),
+		"slot":   regexp.MustCompile(`^[0-9]{1,3}$`),
 	}
 	secrets := append([]string{tenant, user, docText, userKey, adminKey, "TN7788", "UN5566", "DT4410"}, hostile...)
 	for name, f := range fams {
