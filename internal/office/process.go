@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,7 +211,7 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 	hello, err := json.Marshal(map[string]string{
 		"soffice": s.soffice,
 		"profile": fileURL(filepath.Join(s.dir, "profile")),
-		"pipe":    "outprint",
+		"pipe":    pipeName(s.dir),
 		"warm":    fileURL(filepath.Join(s.dir, "tmp", "warm.pdf")),
 	})
 	if err != nil {
@@ -292,6 +294,12 @@ func (p *proc) kill() {
 	}
 	_ = os.RemoveAll(p.dir)  // best effort: a later Close removes the pool's folder
 	_ = os.RemoveAll(p.sock) // and the sockets' folder
+	// The UNO socket is in /tmp whatever OSL_SOCKET_PATH says (pipeName),
+	// and a killed soffice leaves it behind: one file per process.
+	stale, _ := filepath.Glob(filepath.Join("/tmp", "OSL_PIPE_*_"+pipeName(p.dir))) // only ErrBadPattern, not with this pattern
+	for _, f := range stale {
+		_ = os.Remove(f) // best effort, as the folders above
+	}
 }
 
 func (p *proc) stderrTail() string {
@@ -383,4 +391,16 @@ func fileURL(path string) string {
 		}
 	}
 	return b.String()
+}
+
+// pipeName is the name of the UNO pipe of the process whose folder is dir:
+// one of its own. LibreOffice 7.4 puts its pipes in /tmp whatever
+// OSL_SOCKET_PATH says, so with one fixed name every process of every pool
+// listened on the same socket, and a bridge could connect to another
+// process's soffice: when that one was replaced (a timeout, a cancel),
+// the bridge's connection ended under a document that had nothing to do
+// with it ("Binary URP bridge already disposed").
+func pipeName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return "outprint-" + hex.EncodeToString(sum[:8])
 }
