@@ -49,6 +49,15 @@ echo "== diagrams (bench/diagram, issue 27): Mermaid and Graphviz through the wa
 echo "   the cost three Mermaid diagrams add to a render (target <= 0.3 s warm) and diagrams/s saturated"
 go run ./bench/diagram -runs 9 -saturate 20s
 echo
+echo "== Office documents (bench/office, issue 28): a one-page DOCX through the warm LibreOffice pool vs"
+echo "   soffice --headless --convert-to pdf per document; targets: warm <= 0.4x naive, 4 at once on 2 slots"
+echo "   >= 1.7x the throughput of one at a time; then 100 conversions as jobs against outprint serve, all must succeed"
+if [ -f ../shared/office/word-google-docs.docx ]; then
+  go run ./bench/office -runs 9 -bin "$bin" -jobs 100 ../shared/office/word-google-docs.docx
+else
+  echo "bench: ../shared/office is missing; pass a one-page DOCX to go run ./bench/office -bin $bin FILE.docx" >&2
+fi
+echo
 echo "== hostile inputs (bench/hostile): every finding of issues 10, 24 and 29 against outprint serve, OUTPRINT_TIMEOUT=20s"
 echo "   targets: nothing busy past ~21 s, server RSS < 600 MiB, /healthz p99 < 50 ms, the bystander <= 2x"
 go run ./bench/hostile -bin "$bin"

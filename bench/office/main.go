@@ -10,11 +10,15 @@
 //
 // each as the median of -runs, then the memory of every LibreOffice
 // process of the pool (its whole process group: bridge, launcher,
-// soffice.bin). It is a benchmark, not a test: nothing here asserts a
-// time. The targets of issue 28 are warm ≤ 0.4 × naive and parallel ≥ 1.7 ×
-// the throughput of serial, on 2 cores.
+// soffice.bin); then, with -bin, -jobs conversions of the same document as
+// durable jobs (POST /v1/jobs with a file part) against `outprint serve`
+// started here, all of which must succeed, and the memory of each of that
+// server's LibreOffice processes afterwards (its /metrics). It is a
+// benchmark, not a test: nothing here asserts a time. The targets of
+// issue 28 are warm ≤ 0.4 × naive and parallel ≥ 1.7 × the throughput of
+// serial, on 2 cores.
 //
-//	go run ./bench/office -runs 5 ../shared/office/word-google-docs.docx
+//	go run ./bench/office -runs 5 -bin bin/outprint -jobs 100 ../shared/office/word-google-docs.docx
 package main
 
 import (
@@ -34,6 +38,8 @@ import (
 
 func main() {
 	runs := flag.Int("runs", 5, "runs per measurement (the median is printed)")
+	bin := flag.String("bin", "", "outprint's binary: when set, -jobs conversions as durable jobs against its serve")
+	nJobs := flag.Int("jobs", 100, "conversions as durable jobs (with -bin)")
 	flag.Parse()
 	doc := "../shared/office/word-google-docs.docx"
 	if flag.NArg() > 0 {
@@ -42,6 +48,12 @@ func main() {
 	if err := run(doc, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "office bench:", err)
 		os.Exit(1)
+	}
+	if *bin != "" {
+		if err := runJobs(*bin, doc, *nJobs); err != nil {
+			fmt.Fprintln(os.Stderr, "office bench, jobs:", err)
+			os.Exit(1)
+		}
 	}
 }
 

@@ -29,6 +29,10 @@ from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
 from com.sun.star.lang import DisposedException
 
+# soffice.bin's exit status when it asks to be started again
+# (EXITHELPER_NORMAL_RESTART).
+RESTART = 81
+
 # css.document.MacroExecMode.NEVER_EXECUTE, css.document.UpdateDocMode.NO_UPDATE
 NEVER_EXECUTE = 0
 NO_UPDATE = 0
@@ -57,12 +61,20 @@ def start(cfg):
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
     url = "uno:pipe,name=%s;urp;StarOffice.ComponentContext" % cfg["pipe"]
+    restarts = 0
     while True:
         try:
             ctx = resolver.resolve(url)
             break
         except NoConnectException:
             if proc.poll() is not None:
+                # soffice.bin asks to be started again after its first
+                # start on a new profile (what oosplash, the launcher
+                # outprint does not use, does for it).
+                if proc.returncode == RESTART and restarts < 3:
+                    restarts += 1
+                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
+                    continue
                 raise RuntimeError("soffice exited with status %d before it answered" % proc.returncode)
             # The Go side bounds the start: it kills the group.
             time.sleep(0.02)

@@ -213,6 +213,9 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("office pool: the temporary folder %s is too deep for LibreOffice's sockets", sockDir)
 		}
 	}
+	if n := sweepSockets("/tmp"); n > 0 {
+		log.Info("removed the LibreOffice sockets of outprint processes that are gone", "sockets", n)
+	}
 	bridge := filepath.Join(dir, "bridge.py")
 	if err := os.WriteFile(bridge, bridgeScript, 0o600); err != nil {
 		_ = os.RemoveAll(dir)     // nothing else in it yet
@@ -240,13 +243,25 @@ func findSoffice(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("office pool: LibreOffice: %w", err)
 	}
-	// Debian's /usr/bin/soffice is a link to the launcher script; start
-	// that script (it runs oosplash, which restarts soffice.bin after a
-	// first start that asks for it).
+	// Debian's /usr/bin/soffice is a link to the launcher script, which
+	// runs oosplash, which runs soffice.bin. The bridge starts
+	// soffice.bin itself (and starts it again when its first start on a
+	// new profile asks for that, as oosplash would): oosplash refuses to
+	// start at all where neither /tmp nor /var/tmp is writable ("no
+	// valid pipe path found"), as in the container image, while
+	// soffice.bin then puts its sockets where OSL_SOCKET_PATH says.
 	if real, err := filepath.EvalSymlinks(found); err == nil {
 		found = real
 	}
+	if bin := filepath.Join(filepath.Dir(found), "soffice.bin"); isExecutable(bin) {
+		return bin, nil
+	}
 	return found, nil
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
 
 // findPython returns a python3 that imports uno: path, or the first of

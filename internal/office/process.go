@@ -85,8 +85,9 @@ type procSpec struct {
 //     only interface is a loopback that is down, so no link, image or
 //     entity in a document can reach any host;
 //   - the rlimits above and nice 10 (childproc), inherited by soffice;
-//   - an environment of its own: HOME, TMPDIR and the UNO sockets
-//     (OSL_SOCKET_PATH) inside the process's folder.
+//   - an environment of its own: HOME and TMPDIR inside the process's
+//     folder, and its UNO sockets too where /tmp is not writable
+//     (OSL_SOCKET_PATH; else in /tmp, under a name of its own).
 func startProc(ctx context.Context, s procSpec) (*proc, error) {
 	if s.isolate {
 		p, err := launch(ctx, s, true)
@@ -123,8 +124,10 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 		"HOME=" + filepath.Join(s.dir, "profile"),
 		"TMPDIR=" + filepath.Join(s.dir, "tmp"),
 		"LANG=C.UTF-8",
-		// The UNO pipes (soffice's own and the bridge's connection) are
-		// sockets in this folder, not in /tmp, and go with it.
+		// LibreOffice's UNO pipes (soffice's own and the bridge's
+		// connection) are sockets in /tmp, or /var/tmp, where either is
+		// writable, and in this folder only where neither is (the
+		// container image's read-only root).
 		"OSL_SOCKET_PATH=" + s.sock,
 		// No desktop: soffice uses its headless backend and no bus.
 		"SAL_USE_VCLPLUGIN=svp",
@@ -294,8 +297,8 @@ func (p *proc) kill() {
 	}
 	_ = os.RemoveAll(p.dir)  // best effort: a later Close removes the pool's folder
 	_ = os.RemoveAll(p.sock) // and the sockets' folder
-	// The UNO socket is in /tmp whatever OSL_SOCKET_PATH says (pipeName),
-	// and a killed soffice leaves it behind: one file per process.
+	// The UNO socket is in /tmp where /tmp is writable (pipeName), and a
+	// killed soffice leaves it behind: one file per process.
 	stale, _ := filepath.Glob(filepath.Join("/tmp", "OSL_PIPE_*_"+pipeName(p.dir))) // only ErrBadPattern, not with this pattern
 	for _, f := range stale {
 		_ = os.Remove(f) // best effort, as the folders above
@@ -394,13 +397,53 @@ func fileURL(path string) string {
 }
 
 // pipeName is the name of the UNO pipe of the process whose folder is dir:
-// one of its own. LibreOffice 7.4 puts its pipes in /tmp whatever
-// OSL_SOCKET_PATH says, so with one fixed name every process of every pool
-// listened on the same socket, and a bridge could connect to another
-// process's soffice: when that one was replaced (a timeout, a cancel),
+// one of its own. LibreOffice puts its pipes in /tmp where /tmp is
+// writable, whatever OSL_SOCKET_PATH says, so with one fixed name every
+// process of every pool listened on the same socket, and a bridge could
+// connect to another process's soffice: when that one was replaced (a timeout, a cancel),
 // the bridge's connection ended under a document that had nothing to do
 // with it ("Binary URP bridge already disposed").
+//
+// The name carries the pid of the outprint that made it, so that a later
+// pool can tell the sockets a SIGKILLed outprint left in /tmp from those of
+// a running one (sweepSockets).
 func pipeName(dir string) string {
 	sum := sha256.Sum256([]byte(dir))
-	return "outprint-" + hex.EncodeToString(sum[:8])
+	return fmt.Sprintf("%s%d-%s", pipePrefix, os.Getpid(), hex.EncodeToString(sum[:8]))
+}
+
+// pipePrefix starts the name of every UNO pipe of outprint's processes.
+const pipePrefix = "outprint-"
+
+// sweepSockets removes the UNO sockets in dir (LibreOffice's /tmp) of
+// outprint processes that are gone: a killed outprint cannot remove its
+// own, and each would stay until the machine restarts. A socket whose
+// outprint still runs (another server on the machine) is left alone; so,
+// at worst, is one whose pid a new process reuses. It returns how many it
+// removed.
+func sweepSockets(dir string) int {
+	names, _ := filepath.Glob(filepath.Join(dir, "OSL_PIPE_*_"+pipePrefix+"*")) // only ErrBadPattern, not with this pattern
+	n := 0
+	for _, name := range names {
+		base := filepath.Base(name)
+		rest := base[strings.Index(base, "_"+pipePrefix)+1+len(pipePrefix):]
+		pidText, _, ok := strings.Cut(rest, "-")
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // alive (or not ours to signal: EPERM)
+		}
+		if st, err := os.Lstat(name); err != nil || st.Mode().Type() != os.ModeSocket {
+			continue
+		}
+		if os.Remove(name) == nil {
+			n++
+		}
+	}
+	return n
 }

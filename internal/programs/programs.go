@@ -73,7 +73,7 @@ func Serving() []Program {
 		{Name: PRLimit, Package: "util-linux", User: "forms"},
 		{Name: Chromium, Package: "chromium", User: "diagram"},
 		{Name: Dot, Package: "graphviz", User: "diagram"},
-		{Name: Soffice, Package: "libreoffice-writer-nogui", User: "office"},
+		{Name: Soffice, Package: "libreoffice-writer", User: "office"},
 		{Name: Python3, Package: "python3-uno", User: "office"},
 	}
 }
