@@ -1,14 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/outprint/outprint/internal/httperr"
@@ -45,12 +42,7 @@ type officeRequest struct {
 
 // convertAPI is POST /v1/convert.
 func (s *Server) convertAPI(w http.ResponseWriter, r *http.Request) {
-	id, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	t, err := s.enter(id) // before the body (issue 24)
+	id, t, err := s.admit(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -69,136 +61,81 @@ func (s *Server) convertAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(r.Context(), "converted", "request_id", httperr.RequestID(r.Context()), "user", id.user, "tenant", id.tenant,
 		"format", req.format.Name, "pages", res.Pages, "in_bytes", len(req.doc), "bytes", len(res.PDF))
-	h := w.Header()
-	h.Set("Content-Type", "application/pdf")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Disposition", contentDisposition(req.name))
-	h.Set("Content-Length", strconv.Itoa(len(res.PDF)))
-	h.Set("X-Outprint-Pages", strconv.Itoa(res.Pages))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res.PDF) // a client that left needs no answer
+	writePDF(w, res.PDF, req.name, res.Pages)
 }
 
-// officeName is the name (without ".pdf") a converted document downloads
-// under: the upload's name without its folder and extension.
-func officeName(fileName string) string {
+// uploadName is an upload's file name without its folder and, where
+// strip(extension) says so, its extension; fallback when that leaves
+// nothing.
+func uploadName(fileName string, strip func(ext string) bool, fallback string) string {
 	name := strings.TrimSpace(path.Base(strings.ReplaceAll(fileName, "\\", "/")))
-	name = strings.TrimSuffix(name, path.Ext(name))
+	if ext := path.Ext(name); strip(ext) {
+		name = strings.TrimSuffix(name, ext)
+	}
 	if name == "" || name == "." || name == "/" {
-		name = "document"
+		name = fallback
 	}
 	return name
 }
 
 // readOffice reads a conversion request's body (a multipart file part,
 // an optional metadata part and, when callback is not nil, a callbackUrl
-// part), recognises the file under t's check budget and reads the
-// options.
-func (s *Server) readOffice(w http.ResponseWriter, r *http.Request, t *worker.Ticket, callback **string) (officeRequest, error) {
-	req, meta, err := s.readOfficeBody(w, r, callback)
-	if err != nil {
-		return officeRequest{}, err
+// part), then recognises the file and reads the options within t's check
+// budget.
+func (s *Server) readOffice(w http.ResponseWriter, r *http.Request, t *worker.Ticket, callback **string) (req officeRequest, err error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" {
+		return officeRequest{}, errOfficeMultipart
 	}
-	err = t.CheckWith(r.Context(), "its file", func(context.Context) error {
+	lift := s.bodyDeadline(w)
+	defer func() { lift(err) }()
+	if r.ContentLength > maxOfficeBodyBytes {
+		return officeRequest{}, errOfficeTooLarge
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxOfficeBodyBytes)
+	var haveFile, haveMeta bool
+	var meta []byte
+	err = eachPart(r, func(part *multipart.Part) error {
 		var err error
-		req.format, err = office.Detect(req.doc, req.fileName)
+		switch name := part.FormName(); {
+		case name == "file":
+			if haveFile {
+				return httperr.BadRequest("file", "send one file part")
+			}
+			haveFile = true
+			req.fileName = part.FileName()
+			req.name = uploadName(req.fileName, func(string) bool { return true }, "document")
+			req.doc, err = readPart(r, part, limits.MaxOfficeBytes, errOfficeTooLarge)
+		case name == "metadata":
+			if haveMeta {
+				return httperr.BadRequest("metadata", "send one metadata part")
+			}
+			haveMeta = true
+			meta, err = readPart(r, part, maxMetadataBytes,
+				httperr.BadRequest("metadata", fmt.Sprintf("the metadata part is larger than %d bytes", maxMetadataBytes)))
+		case name == "callbackUrl" && callback != nil:
+			u := &uploadReader{r: r, callback: callback}
+			err = u.callbackURL(part)
+		default:
+			err = httperr.BadRequest(name, fmt.Sprintf("unknown part %q: use file and metadata", name))
+		}
 		return err
 	})
 	if err != nil {
 		return officeRequest{}, err
 	}
-	if req.options, err = worker.OfficeOptions(meta); err != nil {
-		return officeRequest{}, err
-	}
-	return req, nil
-}
-
-// readOfficeBody reads the multipart body of a conversion.
-func (s *Server) readOfficeBody(w http.ResponseWriter, r *http.Request, callback **string) (req officeRequest, meta []byte, err error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/form-data" {
-		return officeRequest{}, nil, errOfficeMultipart
-	}
-	lift := s.bodyDeadline(w)
-	defer func() { lift(err) }()
-	if r.ContentLength > maxOfficeBodyBytes {
-		return officeRequest{}, nil, officeTooLarge(r.ContentLength)
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxOfficeBodyBytes)
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return officeRequest{}, nil, httperr.BadRequest("", "the multipart body cannot be read: "+err.Error())
-	}
-	var haveFile, haveMeta bool
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return officeRequest{}, nil, partError(r, err)
-		}
-		switch name := part.FormName(); {
-		case name == "file":
-			if haveFile {
-				return officeRequest{}, nil, httperr.BadRequest("file", "send one file part")
-			}
-			haveFile = true
-			req.fileName = part.FileName()
-			req.name = officeName(req.fileName)
-			if req.doc, err = readOfficeFile(r, part); err != nil {
-				return officeRequest{}, nil, err
-			}
-		case name == "metadata":
-			if haveMeta {
-				return officeRequest{}, nil, httperr.BadRequest("metadata", "send one metadata part")
-			}
-			haveMeta = true
-			if meta, err = io.ReadAll(io.LimitReader(part, maxMetadataBytes+1)); err != nil {
-				return officeRequest{}, nil, partError(r, err)
-			}
-			if len(meta) > maxMetadataBytes {
-				return officeRequest{}, nil, httperr.BadRequest("metadata", fmt.Sprintf("the metadata part is larger than %d bytes", maxMetadataBytes))
-			}
-		case name == "callbackUrl" && callback != nil:
-			u := &uploadReader{r: r, callback: callback}
-			if err := u.callbackURL(part); err != nil {
-				return officeRequest{}, nil, err
-			}
-		default:
-			return officeRequest{}, nil, httperr.BadRequest(name, fmt.Sprintf("unknown part %q: use file and metadata", name))
-		}
-	}
-	// The epilogue is read so that the body ends and net/http watches for
-	// the client leaving (as readFormRequest does).
-	if _, err := io.Copy(io.Discard, r.Body); err != nil {
-		return officeRequest{}, nil, partError(r, err)
-	}
 	if !haveFile {
-		return officeRequest{}, nil, httperr.BadRequest("file", "the file part is required: the Office document to convert")
+		return officeRequest{}, httperr.BadRequest("file", "the file part is required: the Office document to convert")
 	}
-	return req, meta, nil
+	req.format, req.options, err = t.CheckOffice(r.Context(), req.doc, req.fileName, meta)
+	return req, err
 }
 
-// readOfficeFile reads the file part, at most limits.MaxOfficeBytes.
-func readOfficeFile(r *http.Request, part *multipart.Part) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(part, limits.MaxOfficeBytes+1))
-	if err != nil {
-		return nil, partError(r, err)
-	}
-	if len(b) > limits.MaxOfficeBytes {
-		return nil, officeTooLarge(int64(len(b)))
-	}
-	return b, nil
-}
-
-// officeTooLarge is the 413 of a file over limits.MaxOfficeBytes.
-func officeTooLarge(n int64) error {
-	return &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
-		Field: "file", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
-		Message: fmt.Sprintf("the file is too large to convert: more than %d bytes (50 MiB)", min(n, int64(limits.MaxOfficeBytes))),
-	}}}
-}
+// errOfficeTooLarge refuses a file over limits.MaxOfficeBytes.
+var errOfficeTooLarge = &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
+	Field: "file", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
+	Message: fmt.Sprintf("the file is too large to convert: more than %d bytes (50 MiB)", limits.MaxOfficeBytes),
+}}}
 
 // errOfficeMultipart answers a conversion that is not multipart.
 var errOfficeMultipart = httperr.New(http.StatusUnsupportedMediaType, limits.Problem{Source: limits.SourceRequest, Code: httperr.CodeUnsupported,

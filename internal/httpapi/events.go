@@ -379,13 +379,8 @@ func wantsHTML(r *http.Request) bool {
 // its job (or why there is none) at its end (issue 25, item 7).
 func (s *Server) outlineBrowser(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	c, err := s.jobCaller(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	// Acceptance counts the reader as POST /v1/jobs does (guard.go).
-	a, err := s.enter(c.identity)
+	c, a, err := s.admitCaller(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"time"
 
-	"github.com/outprint/outprint/internal/forms"
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/worker"
 )
@@ -74,40 +72,4 @@ func (s *Server) formJob(w http.ResponseWriter, r *http.Request, a *worker.Ticke
 		return jobs.Input{}, err
 	}
 	return jobs.Input{Name: req.name + ".pdf", Form: &jobs.FormInput{PDF: req.pdf, Values: req.values}}, nil
-}
-
-// formJobRenderer runs forms jobs with a Filler and hands every other job
-// to the Markdown renderer.
-type formJobRenderer struct {
-	next   jobs.Renderer
-	filler *forms.Filler
-}
-
-// NewFormJobRenderer returns a jobs.Renderer that fills forms jobs with f
-// and renders the rest with next. A problem of the form or the values is a
-// *limits.Error (the job fails at once); anything else is retried.
-func NewFormJobRenderer(next jobs.Renderer, f *forms.Filler) jobs.Renderer {
-	return &formJobRenderer{next: next, filler: f}
-}
-
-func (fr *formJobRenderer) Render(ctx context.Context, in jobs.RenderInput, progress func(phase string, pages int)) ([]byte, error) {
-	if in.Form == nil {
-		return fr.next.Render(ctx, in, progress)
-	}
-	if fr.filler == nil {
-		return nil, errors.New("forms job without a filler")
-	}
-	res, err := fr.filler.Fill(ctx, in.Form.PDF, in.Form.Values, func(phase string) {
-		switch phase {
-		case forms.PhaseReading:
-			progress(jobs.PhasePreparing, 0)
-		default:
-			progress(jobs.PhaseRendering, 0)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	progress(jobs.PhaseRendering, res.Pages)
-	return res.PDF, nil
 }

@@ -7,8 +7,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"path"
-	"strconv"
 	"strings"
 
 	"github.com/outprint/outprint/internal/forms"
@@ -46,14 +44,7 @@ type formRequest struct {
 // filledName is the name (without ".pdf") a filled form downloads under,
 // on the route and as a job's result: NAME-filled.
 func filledName(fileName string) string {
-	name := strings.TrimSpace(path.Base(strings.ReplaceAll(fileName, "\\", "/")))
-	if ext := path.Ext(name); strings.EqualFold(ext, ".pdf") {
-		name = strings.TrimSuffix(name, ext)
-	}
-	if name == "" || name == "." || name == "/" {
-		name = "form"
-	}
-	return name + "-filled"
+	return uploadName(fileName, func(ext string) bool { return strings.EqualFold(ext, ".pdf") }, "form") + "-filled"
 }
 
 // readFormRequest reads the multipart body: a pdf part and, when
@@ -69,66 +60,41 @@ func (s *Server) readFormRequest(w http.ResponseWriter, r *http.Request, wantVal
 		return formRequest{}, errRequestTooBig
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBodyBytes)
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return formRequest{}, httperr.BadRequest("", "the multipart body cannot be read: "+err.Error())
-	}
 	var havePDF, haveValues bool
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return formRequest{}, partError(r, err)
-		}
+	err = eachPart(r, func(part *multipart.Part) error {
+		var err error
 		switch part.FormName() {
 		case "pdf":
 			if havePDF {
-				return formRequest{}, httperr.BadRequest("pdf", "send one pdf part")
+				return httperr.BadRequest("pdf", "send one pdf part")
 			}
 			havePDF = true
 			req.name = filledName(part.FileName())
-			if req.pdf, err = readFormPDF(r, part); err != nil {
-				return formRequest{}, err
-			}
+			req.pdf, err = readPart(r, part, limits.MaxPDFBytes, errFormTooLarge)
 		case "values":
 			if err := valuesAllowed(wantValues, haveValues); err != nil {
-				return formRequest{}, err
+				return err
 			}
 			haveValues = true
 			if req.values, err = io.ReadAll(io.LimitReader(part, forms.MaxValuesBytes+1)); err != nil {
-				return formRequest{}, partError(r, err)
+				err = partError(r, err)
 			}
 		default:
-			return formRequest{}, httperr.BadRequest(part.FormName(), fmt.Sprintf("unknown part %q: use pdf and values", part.FormName()))
+			err = httperr.BadRequest(part.FormName(), fmt.Sprintf("unknown part %q: use pdf and values", part.FormName()))
 		}
-	}
-	// A legal epilogue may follow the closing boundary. It is read (within
-	// the body's bound and deadline) so that the body ends: net/http
-	// watches the connection for the client leaving only from there, and
-	// a client gone must cancel the request and kill its qpdf (issue 24: an
-	// epilogue kept qpdf running 32.6 s for nobody).
-	if _, err := io.Copy(io.Discard, r.Body); err != nil {
-		return formRequest{}, partError(r, err)
+		return err
+	})
+	if err != nil {
+		return formRequest{}, err
 	}
 	return req, formPartsComplete(havePDF, wantValues && !haveValues)
 }
 
-// readFormPDF reads the pdf part, at most limits.MaxPDFBytes.
-func readFormPDF(r *http.Request, part *multipart.Part) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(part, limits.MaxPDFBytes+1))
-	if err != nil {
-		return nil, partError(r, err)
-	}
-	if len(b) > limits.MaxPDFBytes {
-		return nil, &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
-			Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
-			Message: fmt.Sprintf("the PDF is too large: more than %d bytes", limits.MaxPDFBytes),
-		}}}
-	}
-	return b, nil
-}
+// errFormTooLarge refuses a pdf part over limits.MaxPDFBytes.
+var errFormTooLarge = &limits.Error{Kind: limits.KindTooLarge, Problems: []limits.Problem{{
+	Field: "pdf", Source: limits.SourceDocument, Code: limits.CodeTooLarge,
+	Message: fmt.Sprintf("the PDF is too large: more than %d bytes", limits.MaxPDFBytes),
+}}}
 
 // valuesAllowed refuses a values part on the route that takes none, and a
 // second one.
@@ -159,12 +125,7 @@ func formPartsComplete(havePDF, missingValues bool) error {
 // all read before fifteen were refused), and the count is held until the
 // answer, with a slot while qpdf reads the form (worker.Ticket.Do).
 func (s *Server) formFields(w http.ResponseWriter, r *http.Request) {
-	id, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	t, err := s.enter(id)
+	_, t, err := s.admit(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -194,12 +155,7 @@ func (s *Server) formFields(w http.ResponseWriter, r *http.Request) {
 
 // formFill is POST /v1/forms/fill.
 func (s *Server) formFill(w http.ResponseWriter, r *http.Request) {
-	id, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	t, err := s.enter(id) // before the body, as formFields
+	id, t, err := s.admit(r) // before the body, as formFields
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -225,13 +181,5 @@ func (s *Server) formFill(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(r.Context(), "form filled", "request_id", httperr.RequestID(r.Context()), "user", id.user, "tenant", id.tenant,
 		"pages", res.Pages, "fields", res.Fields, "filled", res.Filled, "bytes", len(res.PDF))
-	h := w.Header()
-	h.Set("Content-Type", "application/pdf")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Disposition", contentDisposition(req.name))
-	h.Set("Content-Length", strconv.Itoa(len(res.PDF)))
-	h.Set("X-Outprint-Pages", strconv.Itoa(res.Pages))
-	w.WriteHeader(http.StatusOK)
-	// The status is sent: a failed write is a client gone, with no one to tell.
-	_, _ = w.Write(res.PDF)
+	writePDF(w, res.PDF, req.name, res.Pages)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/outprint/outprint/internal/worker"
@@ -40,6 +41,29 @@ func (id identity) admissionKey() string { return id.tenant + "\x00" + id.user }
 // (worker.Capacity: the rest of SPEC §4's order is the ticket's).
 func (s *Server) enter(id identity) (*worker.Ticket, error) {
 	return s.cfg.Capacity.Enter(id.admissionKey())
+}
+
+// admit authenticates the request and counts it against its user, before
+// its body is read: the first two steps of SPEC §4 that every synchronous
+// route takes. The caller ends the ticket.
+func (s *Server) admit(r *http.Request) (identity, *worker.Ticket, error) {
+	id, err := s.authenticate(r)
+	if err != nil {
+		return identity{}, nil, err
+	}
+	t, err := s.enter(id)
+	return id, t, err
+}
+
+// admitCaller is admit for the job routes, whose caller may also be an
+// Outline reader (jobCaller).
+func (s *Server) admitCaller(r *http.Request) (caller, *worker.Ticket, error) {
+	c, err := s.jobCaller(r)
+	if err != nil {
+		return caller{}, nil, err
+	}
+	t, err := s.enter(c.identity)
+	return c, t, err
 }
 
 // enterStatus counts a /status check: under the reader's tenant and user,

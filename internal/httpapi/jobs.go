@@ -148,12 +148,7 @@ func (s *Server) jobCaller(r *http.Request) (caller, error) {
 // against the per-user bound before the body is read and until the job is
 // stored, and the tenant's quotas are checked before the body is read.
 func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
-	c, err := s.jobCaller(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	a, err := s.enter(c.identity)
+	c, a, err := s.admitCaller(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -165,7 +165,7 @@ func (s *Server) outlineRender(w http.ResponseWriter, r *http.Request) {
 	if or.doc.Title != "" {
 		res.Title = or.doc.Title
 	}
-	writePDF(w, res)
+	writePDF(w, res.PDF, res.Title, res.Pages)
 }
 
 // outlineStatus is GET /status/{documentId}: whether the reader could

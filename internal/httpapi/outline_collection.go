@@ -56,7 +56,7 @@ func (s *Server) outlineCollectionRender(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	res.Title = req.Collection.Title
-	writePDF(w, res)
+	writePDF(w, res.PDF, res.Title, res.Pages)
 }
 
 // errEmptyCollection answers a collection with nothing the reader may

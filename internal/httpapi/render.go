@@ -70,12 +70,7 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 // read the body → cheap checks within the check budget → fetch and
 // validate images → take a slot → render (worker.Ticket).
 func (s *Server) renderAPI(w http.ResponseWriter, r *http.Request) {
-	id, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	t, err := s.enter(id)
+	id, t, err := s.admit(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -99,7 +94,7 @@ func (s *Server) renderAPI(w http.ResponseWriter, r *http.Request) {
 	s.log.InfoContext(r.Context(), "rendered", "request_id", httperr.RequestID(r.Context()), "user", id.user, "tenant", id.tenant,
 		"pages", res.Pages, "runs", res.Runs, "bytes", len(res.PDF), "render_ms", res.Duration.Milliseconds(),
 		"cpu_ms", res.CPU.Milliseconds(), "warnings", len(res.Warnings))
-	writePDF(w, res)
+	writePDF(w, res.PDF, res.Title, res.Pages)
 }
 
 // checkAndRender is the rest of SPEC §4 for a request counted by t: the
@@ -112,18 +107,18 @@ func (s *Server) checkAndRender(ctx context.Context, t *worker.Ticket, req rende
 	return t.Render(ctx, checked)
 }
 
-// writePDF answers with the PDF: never cached (SPEC §4, no render cache),
-// named after the title.
-func writePDF(w http.ResponseWriter, res *render.Result) {
+// writePDF answers with a PDF of pages pages: never cached (SPEC §4, no
+// render cache), named after title.
+func writePDF(w http.ResponseWriter, pdf []byte, title string, pages int) {
 	h := w.Header()
 	h.Set("Content-Type", "application/pdf")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Disposition", contentDisposition(res.Title))
-	h.Set("Content-Length", strconv.Itoa(len(res.PDF)))
-	h.Set("X-Outprint-Pages", strconv.Itoa(res.Pages))
+	h.Set("Content-Disposition", contentDisposition(title))
+	h.Set("Content-Length", strconv.Itoa(len(pdf)))
+	h.Set("X-Outprint-Pages", strconv.Itoa(pages))
 	w.WriteHeader(http.StatusOK)
 	// The status is sent: a failed write is a client gone, with no one to tell.
-	_, _ = w.Write(res.PDF)
+	_, _ = w.Write(pdf)
 }
 
 // contentDisposition names the file after the title: a plain ASCII name
@@ -276,28 +271,56 @@ func readJSON(r *http.Request) (render.Request, error) {
 // receives the value of a callbackUrl part (POST /v1/jobs); with nil such
 // a part is unknown.
 func readMultipart(r *http.Request, sp *spool, callback **string) (render.Request, error) {
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return render.Request{}, httperr.BadRequest("", "the multipart body cannot be read: "+err.Error())
-	}
 	u := &uploadReader{r: r, sp: sp, callback: callback, req: render.Request{Name: "document.md"}}
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return render.Request{}, partError(r, err)
-		}
-		if err := u.part(part); err != nil {
-			return render.Request{}, err
-		}
+	if err := eachPart(r, u.part); err != nil {
+		return render.Request{}, err
 	}
 	if !u.haveDoc {
 		return render.Request{}, httperr.BadRequest("document", "the document part is required")
 	}
 	u.req.Images = sp.files
 	return u.req, nil
+}
+
+// eachPart hands each part of r's multipart body to take, in order, then
+// reads the epilogue. A legal epilogue may follow the closing boundary; it
+// is read (within the body's bound and deadline) so that the body ends:
+// net/http watches the connection for the client leaving only from there,
+// and a client gone must cancel the request and kill its work (issue 24:
+// an epilogue kept qpdf running 32.6 s for nobody).
+func eachPart(r *http.Request, take func(*multipart.Part) error) error {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return httperr.BadRequest("", "the multipart body cannot be read: "+err.Error())
+	}
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return partError(r, err)
+		}
+		if err := take(part); err != nil {
+			return err
+		}
+	}
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return partError(r, err)
+	}
+	return nil
+}
+
+// readPart reads a part of at most max bytes; a longer one is tooLarge.
+func readPart(r *http.Request, part *multipart.Part, max int64, tooLarge error) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(part, max+1))
+	if err != nil {
+		return nil, partError(r, err)
+	}
+	if int64(len(b)) > max {
+		return nil, tooLarge
+	}
+	return b, nil
 }
 
 // uploadReader takes the parts of one multipart render request.

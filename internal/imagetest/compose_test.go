@@ -221,6 +221,7 @@ func TestCompose(t *testing.T) {
 	t.Run("render", func(t *testing.T) { renderHandbook(t, c) })
 	// The gateway sends the form to a worker, as it does renders.
 	t.Run("form", func(t *testing.T) { fillForm(t, c) })
+	t.Run("office", func(t *testing.T) { convertOffice(t, c) })
 	t.Run("job", func(t *testing.T) {
 		id := runJob(t, c, "A job on the cluster")
 		preview(t, c, id)

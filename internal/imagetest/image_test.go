@@ -68,7 +68,8 @@ func TestImageContents(t *testing.T) {
 // usual tmpfs on /tmp is turned off, and TMPDIR points at /tmp, so nothing
 // can fall back on it), the data folder a 256 MiB tmpfs, SPEC's container
 // limits. Through its API: the corpus's handbook with an SVG and an emoji,
-// a form filled, a job and its page preview; the pool forks its warm TeX
+// a form filled, Office documents converted by LibreOffice, a job and its
+// page preview; the pool forks its warm TeX
 // processes from zygotes with the prebuilt shim.
 func TestImageServe(t *testing.T) {
 	b := setup(t)
@@ -115,6 +116,7 @@ func TestImageServe(t *testing.T) {
 	t.Run("render", func(t *testing.T) { renderHandbook(t, c) })
 	t.Run("diagrams", func(t *testing.T) { renderDiagrams(t, c) })
 	t.Run("form", func(t *testing.T) { fillForm(t, c) })
+	t.Run("office", func(t *testing.T) { convertOffice(t, c) })
 	t.Run("job", func(t *testing.T) {
 		id := runJob(t, c, "A job on serve")
 		preview(t, c, id)

@@ -66,7 +66,10 @@ func TestConvertCorpus(t *testing.T) {
 				if f.Name != e.Kind {
 					t.Errorf("Detect(%s) = %s, want %s", name, f.Name, e.Kind)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)
+				// A bound against a hang, not a time to meet: LibreOffice
+				// runs at nice 10, and beside the whole suite under -race
+				// a 35-slide presentation once took over two minutes.
+				ctx, cancel := context.WithTimeout(context.Background(), 3*testenv.WaitTimeout)
 				defer cancel()
 				pdf, err := p.Convert(ctx, files[name], f, Options{})
 				if err != nil {

@@ -37,6 +37,24 @@ var ErrOfficeNotInstalled = limits.Invalid(limits.Problem{Field: "file", Source:
 // maxOptionsBytes bounds the options JSON of a conversion.
 const maxOptionsBytes = 4 << 10
 
+// CheckOffice is the cheap check of a conversion request within t's check
+// budget: the file recognised by its content (office.Detect: 415 for what
+// is not an Office document, 422 encrypted or damaged, 413 past a bound)
+// and its options read from the metadata JSON (OfficeOptions).
+func (t *Ticket) CheckOffice(ctx context.Context, doc []byte, fileName string, metadata []byte) (office.Format, office.Options, error) {
+	var f office.Format
+	err := t.CheckWith(ctx, "its file", func(context.Context) error {
+		var err error
+		f, err = office.Detect(doc, fileName)
+		return err
+	})
+	if err != nil {
+		return office.Format{}, office.Options{}, err
+	}
+	o, err := OfficeOptions(metadata)
+	return f, o, err
+}
+
 // OfficeOptions reads a conversion's options from the metadata JSON a
 // client sends with it: {"paper": "a4"|"letter", "landscape": bool}, both
 // optional, nothing else (an unknown field is a 422, as a Markdown
