@@ -182,13 +182,12 @@ def warm(desktop, out):
 
 
 def watch_parent(fd):
-    """Kills this process's group (this bridge, the launcher, soffice.bin
-    and anything they forked) once fd reaches its end: the Go side holds
+    """Kills this process's group (this bridge, soffice.bin and anything
+    they forked) once fd reaches its end: the Go side holds
     the pipe's only write end, and the kernel closes it however outprint
     ends, SIGKILL included. A thread blocked in read runs even while the
     main thread waits inside a UNO call. A parent-death signal on the
-    bridge alone would leave soffice.bin, a grandchild forked by the
-    launcher, running."""
+    bridge alone would leave soffice.bin, the bridge's child, running."""
     def run():
         try:
             while os.read(fd, 64):

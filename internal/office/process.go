@@ -54,7 +54,7 @@ var errNoNamespaces = errors.New("user namespaces not available")
 // temporary files, sockets).
 type proc struct {
 	pid      int // the bridge, leader of the group
-	soffice  int // soffice's launcher (oosplash), as the bridge reports
+	soffice  int // soffice.bin, as the bridge reports
 	dir      string
 	sock     string
 	isolated bool
@@ -111,7 +111,7 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 	// kills its whole group when the pipe ends. The kernel closes this
 	// write end however outprint ends, SIGKILL included, so no soffice
 	// outlives it (a parent-death signal reaches the bridge only, not
-	// soffice.bin, which the launcher forks).
+	// soffice.bin, the bridge's child).
 	watchR, life, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start LibreOffice: %w", err)
@@ -320,11 +320,13 @@ func (p *proc) stderrTail() string {
 	return keep[len(keep)-1]
 }
 
-// rss is the resident memory of the process group: the bridge, the
-// launcher and soffice.bin, read from /proc.
+// rss is the resident memory of the process group, read from /proc: the
+// bridge and soffice.bin, which the bridge starts itself (no launcher).
+// It is read after every conversion, so it reads their two files rather
+// than look through /proc for the group's members.
 func (p *proc) rss() int64 {
 	var total int64
-	for _, pid := range groupMembers(p.pid) {
+	for _, pid := range []int{p.pid, p.soffice} {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
 		if err != nil {
 			continue
