@@ -345,3 +345,50 @@ func TestWebForm(t *testing.T) {
 		t.Errorf("the filled PDF still has a form:\n%.400s", js)
 	}
 }
+
+// TestWebOffice: a Word document chosen on the page where a person
+// chooses Markdown, with A4 paper, is converted as a job by LibreOffice;
+// the PDF downloaded from the page has the document's words on A4 pages.
+func TestWebOffice(t *testing.T) {
+	testenv.Require(t, "pdftotext", "pdfinfo", "soffice")
+	data := filepath.Join(t.TempDir(), "data")
+	// The render timeout bounds a conversion: a loaded test machine
+	// starts LibreOffice slowly (officeEnv).
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nrender:\n  timeout: 5m\n", data)))
+	s.waitReady()
+	p := openPage(t, s)
+	name := "word-google-docs.docx"
+	downloads := t.TempDir()
+	testenv.AllowDownloads(t, p.ctx, downloads)
+	p.do("open the page and choose the Word document", chromedp.Navigate(s.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#print-form")),
+		chromedp.SetUploadFiles(chromedp.CSS("#files"), []string{sharedOffice(t, name)}),
+		chromedp.SetValue(chromedp.CSS("#m-paper"), "a4"),
+	)
+	p.waitText("#chosen", "Office document: "+name, 5*time.Second)
+	p.do("print", chromedp.Click(chromedp.CSS("#submit")))
+	p.waitText("#j-state", "Succeeded", 5*time.Minute)
+	testenv.Screenshot(t, p.ctx, "7-office")
+	testenv.Axe(t, p.ctx, p.axe, "converted Office document")
+	p.do("download", chromedp.Click(chromedp.CSS("#download")))
+	pdf := testenv.WaitFile(t, downloads, "*.pdf", time.Minute)
+	if got := filepath.Base(pdf); got != "word-google-docs.pdf" {
+		t.Errorf("downloaded file %s, want word-google-docs.pdf", got)
+	}
+	text, err := exec.Command("pdftotext", pdf, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext %s: %v", pdf, err)
+	}
+	for _, w := range officeWords(t, name) {
+		if !strings.Contains(string(text), w) {
+			t.Errorf("pdftotext of the downloaded PDF lacks %q", w)
+		}
+	}
+	info, err := exec.Command("pdfinfo", pdf).Output()
+	if err != nil {
+		t.Fatalf("pdfinfo %s: %v", pdf, err)
+	}
+	if !strings.Contains(string(info), "(A4)") {
+		t.Errorf("pdfinfo of the downloaded PDF:\n%s\nwant A4 pages (the paper chosen on the page)", info)
+	}
+}

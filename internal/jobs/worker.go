@@ -189,6 +189,9 @@ func (s *Service) produce(ctx context.Context, rj *river.Job[renderArgs], job Jo
 	})
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(context.Cause(tctx), errJobTimeout) {
+			if in.Office != nil {
+				return 0, limits.ConvertTimeout(s.cfg.JobTimeout)
+			}
 			return 0, limits.Timeout(s.cfg.JobTimeout)
 		}
 		return 0, err

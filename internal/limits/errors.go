@@ -253,6 +253,15 @@ func Timeout(limit time.Duration) error {
 	}}}
 }
 
+// ConvertTimeout is Timeout for an Office document: LibreOffice did not
+// finish converting it within limit.
+func ConvertTimeout(limit time.Duration) error {
+	return &Error{Kind: KindTimeout, Problems: []Problem{{
+		Source: SourceDocument, Code: CodeTimeout,
+		Message: fmt.Sprintf("converting the document took too long (limit %s)", limit),
+	}}}
+}
+
 // Unsupported is the KindUnsupported error for a file that is not one of
 // the formats outprint converts; what names what it is instead ("a PDF
 // document", "plain text").

@@ -430,7 +430,7 @@ func (p *Pool) Convert(ctx context.Context, doc []byte, f Format, o Options) ([]
 	deadline, hasDeadline := ctx.Deadline()
 	ctxErr := func(err error) error {
 		if errors.Is(err, context.DeadlineExceeded) && hasDeadline {
-			return limits.Timeout(deadline.Sub(begin).Round(time.Second))
+			return limits.ConvertTimeout(deadline.Sub(begin).Round(time.Second))
 		}
 		return fmt.Errorf("convert %s: %w", f.Name, err)
 	}

@@ -148,7 +148,7 @@ func Convert(ctx context.Context, conv Converter, doc []byte, f office.Format, o
 	out, err := conv.Convert(cctx, doc, f, o)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return nil, limits.Timeout(lim.Timeout)
+			return nil, limits.ConvertTimeout(lim.Timeout)
 		}
 		return nil, fmt.Errorf("convert %s: %w", f.Name, err)
 	}
