@@ -191,27 +191,14 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(cfg.Dir, "outprint-lo-")
+	dir, err := os.MkdirTemp(cfg.Dir, "lo-") // short: the sockets may go in it
 	if err != nil {
 		return nil, fmt.Errorf("office pool: %w", err)
 	}
-	// A socket's path has at most 107 bytes: LibreOffice's sockets go in
-	// the pool's folder when their longest name,
-	// "/s1234567/OSL_PIPE_<uid>_SingleOfficeIPC_<hash>" (the uid in a user
-	// namespace is 65534, the hash 30 hex digits), fits after it, else in
-	// a folder of their own under os.TempDir().
-	sockDir := dir
-	uid := max(len(strconv.Itoa(os.Getuid())), len("65534"))
-	if len(dir)+len("/s1234567/OSL_PIPE__SingleOfficeIPC_")+uid+32 > 107 {
-		if sockDir, err = os.MkdirTemp("", "outprint-lo-"); err != nil {
-			_ = os.RemoveAll(dir) // just made, empty
-			return nil, fmt.Errorf("office pool: %w", err)
-		}
-		if len(sockDir)+len("/s1234567/OSL_PIPE__SingleOfficeIPC_")+uid+32 > 107 {
-			_ = os.RemoveAll(dir)     // just made, empty
-			_ = os.RemoveAll(sockDir) // just made, empty
-			return nil, fmt.Errorf("office pool: the temporary folder %s is too deep for LibreOffice's sockets", sockDir)
-		}
+	sockDir, err := socketDir(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir) // just made, empty
+		return nil, err
 	}
 	if n := sweepSockets("/tmp"); n > 0 {
 		log.Info("removed the LibreOffice sockets of outprint processes that are gone", "sockets", n)
@@ -233,6 +220,38 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 		p.replace(s)
 	}
 	return p, nil
+}
+
+// maxSocketDir is the longest folder LibreOffice's sockets fit in: a
+// socket's path has at most 107 bytes, and the longest name,
+// "/s1234567/OSL_PIPE_<uid>_SingleOfficeIPC_<hash>" (the uid in a user
+// namespace is 65534, the hash 30 hex digits), must fit after it.
+var maxSocketDir = 107 - len("/s1234567/OSL_PIPE__SingleOfficeIPC_") - max(len(strconv.Itoa(os.Getuid())), len("65534")) - 32
+
+// socketDir returns the folder of the pool's UNO sockets (used where
+// neither /tmp nor /var/tmp is writable, OSL_SOCKET_PATH): the pool's own
+// folder dir when it is short enough, else a new folder in the first of
+// the temporary folder and /dev/shm that is short enough and writable (a
+// container's data folder may be deep, its /tmp read-only).
+func socketDir(dir string) (string, error) {
+	if len(dir) <= maxSocketDir {
+		return dir, nil
+	}
+	var errs []error
+	for _, parent := range []string{os.TempDir(), "/dev/shm"} {
+		if len(parent)+len("/lo-1234567890") > maxSocketDir {
+			errs = append(errs, fmt.Errorf("%s is too deep", parent))
+			continue
+		}
+		d, err := os.MkdirTemp(parent, "lo-")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return d, nil
+	}
+	return "", fmt.Errorf("office pool: no folder for LibreOffice's sockets: %s is too deep (at most %d bytes; set a shorter dataDir) and %w",
+		dir, maxSocketDir, errors.Join(errs...))
 }
 
 func findSoffice(path string) (string, error) {

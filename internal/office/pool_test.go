@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,5 +195,39 @@ func TestWalls(t *testing.T) {
 	}
 	if !st.Isolated && os.Getuid() == 0 {
 		t.Logf("namespaces refused by this kernel: the processes run without them")
+	}
+}
+
+// TestSocketDir: the sockets go in the pool's folder when it is short
+// enough, else in a new folder of the temporary folder or, when that is
+// too deep as well, of /dev/shm; each is short enough for a socket's path.
+func TestSocketDir(t *testing.T) {
+	short := "/var/lib/outprint/lo-1234567890"
+	if got, err := socketDir(short); got != short || err != nil {
+		t.Errorf("socketDir(%s) = %q, %v; want the folder itself", short, got, err)
+	}
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", maxSocketDir))
+	tmpShort, err := os.MkdirTemp("/tmp", "s") // t.TempDir's names are too long
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmpShort) }) // emptied below
+	for _, tmp := range []string{tmpShort, deep} {
+		t.Setenv("TMPDIR", tmp)
+		got, err := socketDir(deep)
+		if err != nil {
+			t.Fatalf("socketDir(deep) with TMPDIR=%s: %v", tmp, err)
+		}
+		t.Cleanup(func() { _ = os.Remove(got) }) // made empty by socketDir
+		if st, err := os.Stat(got); err != nil || !st.IsDir() || len(got) > maxSocketDir {
+			t.Errorf("socketDir(deep) with TMPDIR=%s = %q (%v), want a new folder of at most %d bytes", tmp, got, err, maxSocketDir)
+		}
+		want := tmp
+		if tmp == deep {
+			want = "/dev/shm"
+		}
+		if filepath.Dir(got) != want {
+			t.Errorf("socketDir(deep) with TMPDIR=%s = %q, want a folder in %s", tmp, got, want)
+		}
 	}
 }
