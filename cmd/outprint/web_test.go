@@ -358,11 +358,15 @@ func TestWebOffice(t *testing.T) {
 	s.waitReady()
 	p := openPage(t, s)
 	name := "word-google-docs.docx"
+	doc, err := filepath.Abs(sharedOffice(t, name)) // the browser reads the file by its absolute path
+	if err != nil {
+		t.Fatal(err)
+	}
 	downloads := t.TempDir()
 	testenv.AllowDownloads(t, p.ctx, downloads)
 	p.do("open the page and choose the Word document", chromedp.Navigate(s.url+"/"),
 		chromedp.WaitVisible(chromedp.CSS("#print-form")),
-		chromedp.SetUploadFiles(chromedp.CSS("#files"), []string{sharedOffice(t, name)}),
+		chromedp.SetUploadFiles(chromedp.CSS("#files"), []string{doc}),
 		chromedp.SetValue(chromedp.CSS("#m-paper"), "a4"),
 	)
 	p.waitText("#chosen", "Office document: "+name, 5*time.Second)
