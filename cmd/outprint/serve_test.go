@@ -41,7 +41,8 @@ func startService(t *testing.T, cfg *config.Config) *served {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{t: t, url: "http://" + cfg.Listen, logs: &testenv.Buffer{}}
 	code := make(chan int, 1)
-	go func() { code <- serve(ctx, cfg, service.Options{Logger: slog.New(slog.NewJSONHandler(s.logs, nil))}) }()
+	opts := service.Options{Logger: slog.New(slog.NewJSONHandler(s.logs, nil)), Formats: testFormats(t)}
+	go func() { code <- serve(ctx, cfg, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

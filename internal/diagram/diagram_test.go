@@ -85,7 +85,7 @@ func TestMermaidTypes(t *testing.T) {
 // TestScripts: Chinese, Arabic and Devanagari labels print in the
 // document's Noto faces, as text, in Mermaid and in Graphviz.
 func TestScripts(t *testing.T) {
-	tb := setup(t, Config{})
+	tb := setupShared(t)
 	labels := []string{"你好世界", "مرحبا", "नमस्ते"}
 	ds := []Diagram{
 		{Kind: Mermaid, Line: 1, Source: "flowchart LR\n  A[你好世界] --> B[مرحبا]\n  B --> C[नमस्ते]"},

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,18 @@ type testBundle struct {
 // prlimit and poppler's tools that check the PDFs.
 func setup(t *testing.T, cfg Config) *testBundle {
 	t.Helper()
+	requireTools(t, cfg)
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() }) // tests that care about Close check it themselves
+	return &testBundle{d: d, ctx: context.Background()}
+}
+
+// requireTools checks that the tools of a Drawer on cfg are here.
+func requireTools(t *testing.T, cfg Config) {
+	t.Helper()
 	testenv.Require(t, "dot", "prlimit", "qpdf", "pdftotext", "pdfimages", "pdffonts", "pdfinfo")
 	if _, err := findChromium(cfg.Chromium); err != nil {
 		testenv.Missing(t, "chromium is not installed (run scripts/setup.sh)")
@@ -39,12 +52,33 @@ func setup(t *testing.T, cfg Config) *testBundle {
 			testenv.Missing(t, "mermaid is not installed (run scripts/mermaid.sh)")
 		}
 	}
-	d, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// sharedDrawer is the Drawer of setupShared: one warm browser for the
+// tests that only need a working Drawer, instead of a Chromium started
+// and Mermaid loaded for each of them (some 7.5 CPU seconds each). It has
+// no cache, so each Draw reaches the browser, and an idle timeout longer
+// than the tests. Made on first use, closed by TestMain.
+var sharedDrawer struct {
+	once sync.Once
+	d    *Drawer
+	err  error
+}
+
+// sharedConfig is sharedDrawer's configuration.
+var sharedConfig = Config{CacheBytes: -1, IdleTimeout: time.Hour}
+
+// setupShared returns sharedDrawer. Tests that use it look at its Stats
+// only as differences, and do not close it; tests of the browser's
+// start, end, replacement or count use setup.
+func setupShared(t *testing.T) *testBundle {
+	t.Helper()
+	requireTools(t, sharedConfig)
+	sharedDrawer.once.Do(func() { sharedDrawer.d, sharedDrawer.err = New(sharedConfig) })
+	if sharedDrawer.err != nil {
+		t.Fatal(sharedDrawer.err)
 	}
-	t.Cleanup(func() { _ = d.Close() }) // tests that care about Close check it themselves
-	return &testBundle{d: d, ctx: context.Background()}
+	return &testBundle{d: sharedDrawer.d, ctx: context.Background()}
 }
 
 // word is one word pdftotext -bbox found, with its box in points.

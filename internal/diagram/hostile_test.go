@@ -146,7 +146,7 @@ func nodes(n int) string {
 // (413), a long chain within the edge limit prints on a page no side of
 // which is past PDF's 200 inches.
 func TestHostileLayouts(t *testing.T) {
-	tb := setup(t, Config{})
+	tb := setupShared(t)
 	for _, tt := range []struct{ name, src string }{
 		{"10,000-edge chain", cycle(10_000)},
 		{"10,000-edge star", star(10_000)},

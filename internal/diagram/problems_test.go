@@ -13,7 +13,7 @@ import (
 // error list, collected with the others, naming the fence's first line and
 // the renderer's own message at the document's line.
 func TestProblems(t *testing.T) {
-	tb := setup(t, Config{})
+	tb := setupShared(t)
 	big := "graph TD\n"
 	for len(big) <= MaxSourceBytes+1024 {
 		big += "%% a comment line that pads the diagram past its bound\n"

@@ -14,7 +14,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/outprint/outprint/internal/diagram"
 	"github.com/outprint/outprint/internal/images"
@@ -41,11 +43,48 @@ func newDiagramPipeline(t *testing.T, cfg diagram.Config) (*Pipeline, *diagram.D
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
+	return newPipelineWith(t, d), d
+}
+
+// newPipelineWith is newPipeline drawing with d.
+func newPipelineWith(t *testing.T, d *diagram.Drawer) *Pipeline {
+	t.Helper()
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("tex.NewRunner: %v", err)
 	}
-	return New(Config{Engine: runner, TempDir: t.TempDir(), Diagrams: d}), d
+	return New(Config{Engine: runner, TempDir: t.TempDir(), Diagrams: d})
+}
+
+// sharedDrawer is the Drawer of newSharedDiagramPipeline: one warm
+// browser for the tests that only need diagrams drawn, instead of a
+// Chromium started and Mermaid loaded for each (some 7.5 CPU seconds
+// each). It has no cache, so each diagram reaches the browser, and an idle
+// timeout longer than the tests. Made on first use, closed by TestMain.
+var sharedDrawer struct {
+	once sync.Once
+	d    *diagram.Drawer
+	err  error
+}
+
+// newSharedDiagramPipeline is newDiagramPipeline on sharedDrawer, for
+// tests that do not look at the Drawer.
+func newSharedDiagramPipeline(t *testing.T) *Pipeline {
+	t.Helper()
+	cfg := diagram.Config{CacheBytes: -1, IdleTimeout: time.Hour}
+	// The checks of newDiagramPipeline, without a Drawer of the test's own.
+	testenv.Require(t, "xelatex", "pdfinfo", "pdftotext", "pdffonts", "pdfimages", "qpdf", "prlimit")
+	if _, err := os.Stat(filepath.Join(diagram.DefaultMermaidDir, "mermaid.min.js")); err != nil {
+		testenv.Missing(t, "mermaid is not installed (run scripts/mermaid.sh)")
+	}
+	if _, err := exec.LookPath("chromium"); err != nil {
+		testenv.Missing(t, "chromium is not installed (run scripts/setup.sh)")
+	}
+	sharedDrawer.once.Do(func() { sharedDrawer.d, sharedDrawer.err = diagram.New(cfg) })
+	if sharedDrawer.err != nil {
+		t.Fatal(sharedDrawer.err)
+	}
+	return newPipelineWith(t, sharedDrawer.d)
 }
 
 const flowAndSequence = "# Release\n\nHow a release goes.\n\n" +
@@ -138,7 +177,7 @@ func TestDiagramsOff(t *testing.T) {
 // naming the fence's line, with the document's other problems (the cheap
 // ones from Check together), never a TeX error or a listing.
 func TestDiagramProblems(t *testing.T) {
-	p, _ := newDiagramPipeline(t, diagram.Config{})
+	p := newSharedDiagramPipeline(t)
 	tests := []struct {
 		name     string
 		md       string
@@ -318,7 +357,7 @@ func pageText(t *testing.T, pdf []byte, n int) string {
 // goes to page 2 with its diagram, and page 1 ends with the paragraph
 // before it.
 func TestDiagramKeepsItsIntroduction(t *testing.T) {
-	p, _ := newDiagramPipeline(t, diagram.Config{})
+	p := newSharedDiagramPipeline(t)
 	filler := func(n int) string {
 		var b strings.Builder
 		b.WriteString("# Keeping\n\n")

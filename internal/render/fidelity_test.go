@@ -595,7 +595,7 @@ func TestRhythm(t *testing.T) {
 // does cold.
 func TestWarmPoolTypefaces(t *testing.T) {
 	testenv.Require(t, "xelatex", "pdffonts")
-	pool, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Max: 1})
+	pool, err := tex.NewPool(tex.PoolConfig{Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Max: 1, Formats: testFormats(t)})
 	if err != nil {
 		t.Fatalf("tex.NewPool: %v", err)
 	}

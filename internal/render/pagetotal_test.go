@@ -53,6 +53,7 @@ func TestPageTotalBatch(t *testing.T) {
 	newPool := func(cfg tex.PoolConfig) *tex.Pool {
 		cfg.Runner.TempDir = t.TempDir()
 		cfg.Max = 3
+		cfg.Formats = testFormats(t)
 		p, err := tex.NewPool(cfg)
 		if err != nil {
 			t.Fatal(err)

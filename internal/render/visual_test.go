@@ -15,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outprint/outprint/internal/diagram"
 	"github.com/outprint/outprint/internal/testenv"
 )
 
@@ -62,7 +61,7 @@ func visualDocs(t *testing.T) map[string]string {
 func TestVisual(t *testing.T) {
 	testenv.Require(t, "pdftoppm")
 	// With diagrams drawn, as the service draws them (examples/diagrams.md).
-	p, _ := newDiagramPipeline(t, diagram.Config{})
+	p := newSharedDiagramPipeline(t)
 	dir := filepath.Join(moduleRoot(), "testdata", "visual")
 	diffDir := filepath.Join(dir, "diff")
 	if err := os.RemoveAll(diffDir); err != nil {

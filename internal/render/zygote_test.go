@@ -38,7 +38,7 @@ func TestZygoteCorpusMatchesCold(t *testing.T) {
 	cold := newPipeline(t)
 	signals := &tex.PoolSignals{}
 	signals.Init(t)
-	pool, err := tex.NewPool(tex.PoolConfig{Max: 2, Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Signals: signals})
+	pool, err := tex.NewPool(tex.PoolConfig{Max: 2, Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Signals: signals, Formats: testFormats(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

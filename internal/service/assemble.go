@@ -194,7 +194,7 @@ func (m *Main) openCore(addr, setting string) error {
 // outcome, and Run starts it. After the probe /readyz asks the pool each
 // time (its warm-ups keep succeeding).
 func (m *Main) startEngine() error {
-	eng, err := newEngine(m.cfg, m.tmp)
+	eng, err := newEngine(m.cfg, m.tmp, m.opts.Formats)
 	if err != nil {
 		return fmt.Errorf("TeX engine: %w", err)
 	}

@@ -39,9 +39,11 @@ const poolClose = 10 * time.Second
 
 // newEngine returns the warm pool (SPEC §7), sized by the pool settings, with the
 // usual profile (A4, Latin) warmed ahead of the first request; other
-// profiles get warm processes from their first render on.
-func newEngine(cfg *config.Config, tmp string) (*engine, error) {
+// profiles get warm processes from their first render on. formats, when
+// not nil, keeps the pool's formats (Options.Formats).
+func newEngine(cfg *config.Config, tmp string, formats *tex.Formats) (*engine, error) {
 	pc := poolConfig(cfg)
+	pc.Formats = formats
 	lim := cfg.Render.Limits()
 	pc.Runner = tex.RunnerConfig{TempDir: tmp, Timeout: lim.Timeout, MaxPDFBytes: lim.MaxPDFBytes}
 	pc.Preambles = []string{markdown.Preamble(markdown.Profile{Paper: "a4", Scripts: script.Of("Latin")})}

@@ -35,6 +35,7 @@ import (
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/office"
 	"github.com/outprint/outprint/internal/render"
+	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/webhook"
 	"github.com/outprint/outprint/internal/worker"
 )
@@ -85,6 +86,11 @@ type Options struct {
 	// Failpoint is the job service's crash-test hook
 	// (jobs.Config.Failpoint); nil in the shipped binary.
 	Failpoint func(point string)
+	// Formats, when set, keeps the TeX pool's dumped formats, shared with
+	// the other pools of this process that use it (tex.PoolConfig.Formats:
+	// tests start many services); nil in the shipped binary, whose pool
+	// keeps formats of its own.
+	Formats *tex.Formats
 }
 
 // SettingError is a failure the operator fixes in the configuration: the

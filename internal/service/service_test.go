@@ -51,7 +51,7 @@ func startService(t *testing.T, cfg *config.Config, wrap func(worker.Renderer) w
 	testenv.Require(t, "xelatex", "pdfinfo")
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &instance{t: t, stop: cancel, code: make(chan int, 1), logs: &testenv.Buffer{}}
-	m, err := New(ctx, cfg, Options{Logger: slogJSON(s.logs), WrapRenderer: wrap})
+	m, err := New(ctx, cfg, Options{Logger: slogJSON(s.logs), WrapRenderer: wrap, Formats: testFormats(t)})
 	if err != nil {
 		cancel()
 		t.Fatalf("New = %v\n%s", err, s.logs.String())

@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -24,17 +26,47 @@ const (
 	DefaultMaxFormatBytes = 320 << 20
 )
 
-// formatCache is the Pool's formats, least recently used first out. A
-// format is pinned while a process loads it (acquire until release), so it
-// is never deleted under a starting TeX; once loaded, TeX needs the file
-// no more.
+// Formats are dumped formats shared by the Pools of one process that set
+// PoolConfig.Formats: a preamble's package part is dumped once for all of
+// them instead of once per pool (some 2.4 CPU seconds each). A format is
+// keyed by everything that decides what is dumped and whether the dump
+// succeeds: the package part, the TeX programs, and the sandbox's PATH,
+// font folder and rlimits. The warm-up timeout is not: a dump that ran out
+// of it is remembered as failed for every pool, as a pool's own cache
+// remembers it. The owner closes Formats after the pools that use it.
+type Formats struct {
+	c *formatCache
+}
+
+// NewFormats makes the folder of shared formats under dir (default
+// os.TempDir()), bounded by maxCount formats and maxBytes bytes (defaults
+// DefaultMaxFormats and DefaultMaxFormatBytes).
+func NewFormats(dir string, maxCount int, maxBytes int64) (*Formats, error) {
+	d, err := os.MkdirTemp(dir, "outprint-formats-")
+	if err != nil {
+		return nil, fmt.Errorf("format folder: %w", err)
+	}
+	return &Formats{c: newFormatCache(d, maxCount, maxBytes)}, nil
+}
+
+// Close removes the formats. The pools that use them must be closed first.
+func (f *Formats) Close() error {
+	return os.RemoveAll(f.c.dir)
+}
+
+// errFormatCanceled is the error of a build stopped because its pool
+// closes: the format is not remembered as broken, and whoever waits for
+// it builds it again.
+var errFormatCanceled = errors.New("the pool closed")
+
+// formatCache is the formats of a Pool, or of several (Formats), least
+// recently used first out. A format is pinned while a process loads it
+// (acquire until release), so it is never deleted under a starting TeX;
+// once loaded, TeX needs the file no more.
 type formatCache struct {
 	dir      string
 	maxCount int
 	maxBytes int64
-	// build dumps head into dir/key and returns the format's path without
-	// ".fmt" (Pool.buildFormat).
-	build func(key, head string) (string, error)
 
 	mu      sync.Mutex
 	entries map[string]*fmtEntry
@@ -43,70 +75,99 @@ type formatCache struct {
 }
 
 type fmtEntry struct {
-	key  string
-	path string // "" when the build failed: processes start without
-	size int64
-	pins int
-	done chan struct{} // closed when the build ended
-	elem *list.Element
+	key      string
+	path     string // "" when the build failed: processes start without
+	size     int64
+	pins     int
+	done     chan struct{} // closed when the build ended
+	canceled bool          // the build was stopped (errFormatCanceled); set before done closes
+	elem     *list.Element
 }
 
-func newFormatCache(dir string, maxCount int, maxBytes int64, build func(key, head string) (string, error)) *formatCache {
+func newFormatCache(dir string, maxCount int, maxBytes int64) *formatCache {
 	if maxCount <= 0 {
 		maxCount = DefaultMaxFormats
 	}
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxFormatBytes
 	}
-	return &formatCache{dir: dir, maxCount: maxCount, maxBytes: maxBytes, build: build, entries: map[string]*fmtEntry{}}
+	return &formatCache{dir: dir, maxCount: maxCount, maxBytes: maxBytes, entries: map[string]*fmtEntry{}}
 }
 
-// acquire returns the path (without ".fmt") of the format of head,
-// building it on first use, and pins it until release is called. The path
-// is "" when the build failed; a failed build is remembered like a format
-// (and evicted like one), so a broken preamble is not dumped again on
-// every warm-up.
-func (c *formatCache) acquire(head string) (path string, release func()) {
-	sum := sha256.Sum256([]byte(head))
-	key := hex.EncodeToString(sum[:8])
-	c.mu.Lock()
-	e := c.entries[key]
-	building := e == nil
-	if building {
-		e = &fmtEntry{key: key, done: make(chan struct{})}
-		c.entries[key] = e
-		e.elem = c.lru.PushFront(e)
-	} else {
-		c.lru.MoveToFront(e.elem)
-	}
-	e.pins++
-	c.mu.Unlock()
+// formatKey is the cache key of the format of head built in sandbox sb:
+// everything that decides what the dump holds and whether it succeeds.
+func formatKey(sb *sandbox, head string) string {
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "%q %q %q %q %d %d %d\n", sb.program, sb.xdvipdfmx, sb.path, sb.fonts, sb.memoryBytes, sb.processes, sb.scratchBytes)
+	h.Write([]byte(head))
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
 
-	if building {
-		p, err := c.build(key, head)
+// acquire returns the path (without ".fmt") of the format of key, built by
+// build into the folder it is given (which it makes) on first use, and
+// pins it until release is called. The path is "" when the build failed,
+// or when stop closed while the format was being built by someone else.
+// A failed build is remembered like a format (and evicted like one), so a
+// broken preamble is not dumped again on every warm-up; a canceled one
+// (errFormatCanceled) is forgotten, and its waiters build it themselves.
+func (c *formatCache) acquire(key string, stop <-chan struct{}, build func(dir string) (string, error)) (path string, release func()) {
+	for {
 		c.mu.Lock()
-		if err == nil {
-			e.path = p
-			if fi, serr := os.Stat(p + ".fmt"); serr == nil {
-				e.size = fi.Size()
-			}
-			c.bytes += e.size
+		e := c.entries[key]
+		building := e == nil
+		if building {
+			e = &fmtEntry{key: key, done: make(chan struct{})}
+			c.entries[key] = e
+			e.elem = c.lru.PushFront(e)
+		} else {
+			c.lru.MoveToFront(e.elem)
 		}
-		close(e.done)
-		c.evictLocked()
+		e.pins++
 		c.mu.Unlock()
-	} else {
-		<-e.done
-	}
-	var once sync.Once
-	return e.path, func() {
-		once.Do(func() {
+
+		if building {
+			p, err := build(filepath.Join(c.dir, key))
 			c.mu.Lock()
-			e.pins--
+			switch {
+			case err == nil:
+				e.path = p
+				if fi, serr := os.Stat(p + ".fmt"); serr == nil {
+					e.size = fi.Size()
+				}
+				c.bytes += e.size
+			case errors.Is(err, errFormatCanceled):
+				e.canceled = true
+				c.lru.Remove(e.elem)
+				delete(c.entries, key)
+				// Scratch space, as in evictLocked.
+				_ = os.RemoveAll(filepath.Join(c.dir, key))
+			}
+			close(e.done)
 			c.evictLocked()
 			c.mu.Unlock()
-		})
+		} else {
+			select {
+			case <-e.done:
+			case <-stop:
+				c.unpin(e)
+				return "", func() {}
+			}
+		}
+		if e.canceled && !building {
+			c.unpin(e) // no longer in the cache: the next round builds it
+			continue
+		}
+		var once sync.Once
+		return e.path, func() { once.Do(func() { c.unpin(e) }) }
 	}
+}
+
+// unpin releases one pin of e.
+func (c *formatCache) unpin(e *fmtEntry) {
+	c.mu.Lock()
+	e.pins--
+	c.evictLocked()
+	c.mu.Unlock()
 }
 
 // evictLocked removes the least recently used unpinned formats while the

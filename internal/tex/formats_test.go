@@ -17,11 +17,10 @@ func TestFormatCacheLRU(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	builds := map[string]int{}
-	build := func(key, head string) (string, error) {
+	build := func(d, head string) (string, error) {
 		mu.Lock()
 		builds[head]++
 		mu.Unlock()
-		d := filepath.Join(dir, key)
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return "", err
 		}
@@ -31,9 +30,12 @@ func TestFormatCacheLRU(t *testing.T) {
 		}
 		return filepath.Join(d, "outprint"), os.WriteFile(filepath.Join(d, "outprint.fmt"), make([]byte, size), 0o600)
 	}
-	c := newFormatCache(dir, 2, 1500, build)
+	c := newFormatCache(dir, 2, 1500)
+	acquire := func(head string) (string, func()) {
+		return c.acquire(head, nil, func(d string) (string, error) { return build(d, head) })
+	}
 	use := func(head string) string {
-		p, release := c.acquire(head)
+		p, release := acquire(head)
 		release()
 		return p
 	}
@@ -58,7 +60,7 @@ func TestFormatCacheLRU(t *testing.T) {
 
 	// Bytes: a pinned format stays even over the bound; it goes once
 	// released and the cache is still over.
-	big, release := c.acquire("big1")
+	big, release := acquire("big1")
 	use("big2") // 1000 + 1000 > 1500: big2 is unpinned and newest, the rest go
 	if _, err := os.Stat(big + ".fmt"); err != nil {
 		t.Errorf("pinned format was deleted: %v", err)
@@ -76,7 +78,7 @@ func TestFormatCacheLRU(t *testing.T) {
 // (the fonts of other scripts) share one format, so the scratch folder
 // does not grow by a 33 MB format per script set (issue 10).
 func TestPoolFormatsShared(t *testing.T) {
-	p := newTestPool(t, PoolConfig{})
+	p := startTestPool(t, PoolConfig{})
 	for i, extra := range []string{"", "\\newfontfamily\\fa{Noto Sans}\n", "\\newfontfamily\\fb{Noto Sans Mono}\n"} {
 		pre := testPreamble + extra
 		res, err := p.Run(context.Background(), Job{Preamble: pre, Body: fmt.Sprintf("Script set %d.\n", i)})
@@ -90,5 +92,105 @@ func TestPoolFormatsShared(t *testing.T) {
 	fmts, _ := filepath.Glob(filepath.Join(p.fmtDir, "*", "outprint.fmt"))
 	if len(fmts) != 1 {
 		t.Errorf("formats = %v, want one shared by the three preambles", fmts)
+	}
+}
+
+// TestFormatCacheCanceled: a build stopped because its pool closes
+// (errFormatCanceled) is not remembered as a broken format: a pool that
+// waited for it builds it itself, and so does the next acquire. A waiter
+// whose own pool closes stops waiting.
+func TestFormatCacheCanceled(t *testing.T) {
+	dir := t.TempDir()
+	c := newFormatCache(dir, 0, 0)
+	started, cancelBuild := make(chan struct{}), make(chan struct{})
+	canceled := func(d string) (string, error) {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return "", err
+		}
+		close(started)
+		<-cancelBuild
+		return "", errFormatCanceled
+	}
+	builds := 0
+	good := func(d string) (string, error) {
+		builds++
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return "", err
+		}
+		return filepath.Join(d, "outprint"), os.WriteFile(filepath.Join(d, "outprint.fmt"), []byte("format"), 0o600)
+	}
+
+	first := make(chan string, 1)
+	go func() {
+		p, release := c.acquire("k", nil, canceled)
+		release()
+		first <- p
+	}()
+	<-started
+	stop := make(chan struct{})
+	gaveUp := make(chan string, 1)
+	go func() {
+		p, release := c.acquire("k", stop, good)
+		release()
+		gaveUp <- p
+	}()
+	waiter := make(chan string, 1)
+	go func() {
+		p, release := c.acquire("k", nil, good)
+		release()
+		waiter <- p
+	}()
+	close(stop)
+	if p := <-gaveUp; p != "" {
+		t.Errorf("acquire whose stop closed during another's build = %q, want \"\"", p)
+	}
+	close(cancelBuild)
+	if p := <-first; p != "" {
+		t.Errorf("acquire whose build was canceled = %q, want \"\"", p)
+	}
+	want := filepath.Join(dir, "k", "outprint")
+	if p := <-waiter; p != want {
+		t.Errorf("acquire that waited for a canceled build = %q, want %q (built by itself)", p, want)
+	}
+	if p, release := c.acquire("k", nil, good); p != want || builds != 1 {
+		t.Errorf("acquire after = %q with %d builds, want %q built once", p, builds, want)
+	} else {
+		release()
+	}
+}
+
+// TestPoolsShareFormats: pools with the same Formats dump a preamble's
+// package part once; each of them loads that format; the format outlives
+// the pools until Formats is closed.
+func TestPoolsShareFormats(t *testing.T) {
+	f, err := NewFormats(t.TempDir(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		p := startTestPool(t, PoolConfig{Formats: f})
+		res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: fmt.Sprintf("Pool %d.\n", i)})
+		if err != nil {
+			t.Fatalf("pool %d: Run: %v", i, err)
+		}
+		if !strings.Contains(res.Log, `CUSTOMISED FORMAT: "outprint"`) {
+			t.Errorf("pool %d did not load the dumped format:\n%s", i, short(res.Log))
+		}
+		if err := p.Close(context.Background()); err != nil {
+			t.Fatalf("pool %d: Close: %v", i, err)
+		}
+		if n, _ := f.c.stats(); n != 1 {
+			t.Errorf("after pool %d: %d formats, want the one shared", i, n)
+		}
+		fmts, _ := filepath.Glob(filepath.Join(f.c.dir, "*", "outprint.fmt"))
+		if len(fmts) != 1 {
+			t.Errorf("after pool %d: formats on disk = %v, want one", i, fmts)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.c.dir); !os.IsNotExist(err) {
+		t.Errorf("Formats.Close left %s (%v)", f.c.dir, err)
 	}
 }

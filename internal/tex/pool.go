@@ -56,6 +56,11 @@ type PoolConfig struct {
 	// (formats.go; defaults DefaultMaxFormats and DefaultMaxFormatBytes).
 	MaxFormats     int
 	MaxFormatBytes int64
+	// Formats, when set, keeps the dumped formats instead of the pool,
+	// shared with the other pools that use it; MaxFormats and
+	// MaxFormatBytes are then Formats' bounds. Nil: the pool keeps
+	// formats of its own and removes them on Close.
+	Formats *Formats
 	// Memory is the budget, in bytes, of every TeX process the pool
 	// keeps: zygotes, warm processes, spares and busy ones count against
 	// it by their estimated memory (see processMemory). Spares, spare
@@ -137,8 +142,8 @@ var ErrPoolClosed = errors.New("tex pool closed")
 type Pool struct {
 	cfg     PoolConfig
 	sb      sandbox
-	fmtDir  string
-	formats *formatCache
+	fmtDir  string        // the shim and, without PoolConfig.Formats, the formats
+	formats *formatCache  // PoolConfig.Formats' or the pool's own
 	stop    chan struct{} // closed by Close: tending goroutines stop their processes
 	wg      sync.WaitGroup
 
@@ -321,7 +326,11 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if p.signals == nil {
 		p.signals = &PoolSignals{}
 	}
-	p.formats = newFormatCache(fmtDir, cfg.MaxFormats, cfg.MaxFormatBytes, p.buildFormat)
+	if cfg.Formats != nil {
+		p.formats = cfg.Formats.c
+	} else {
+		p.formats = newFormatCache(fmtDir, cfg.MaxFormats, cfg.MaxFormatBytes)
+	}
 	p.mu.Lock()
 	for _, pre := range cfg.Preambles {
 		p.profileLocked(pre).min = max(cfg.Min, 0)
@@ -1039,12 +1048,14 @@ func (p *Pool) format(prof *profile) (path string, release func()) {
 	if !ok {
 		return "", func() {}
 	}
-	return p.formats.acquire(head)
+	key := formatKey(&p.sb, head)
+	return p.formats.acquire(key, p.stop, func(dir string) (string, error) { return p.buildFormat(dir, head) })
 }
 
 // buildFormat dumps head (the package part of a preamble) into a format
-// with mylatexformat, in the same sandbox as every TeX run.
-func (p *Pool) buildFormat(key, head string) (path string, err error) {
+// in the new folder dir with mylatexformat, in the same sandbox as every
+// TeX run.
+func (p *Pool) buildFormat(dir, head string) (path string, err error) {
 	defer func() {
 		if err != nil {
 			p.mu.Lock()
@@ -1054,7 +1065,6 @@ func (p *Pool) buildFormat(key, head string) (path string, err error) {
 			p.mu.Unlock()
 		}
 	}()
-	dir := filepath.Join(p.fmtDir, key)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", fmt.Errorf("format folder: %w", err)
 	}
@@ -1082,6 +1092,12 @@ func (p *Pool) buildFormat(key, head string) (path string, err error) {
 		}
 	}()
 	state, cause := proc.wait(ctx, dir, p.cfg.Runner.ScratchBytes, nil, nil)
+	select {
+	case <-p.stop:
+		// Not a broken preamble: a pool sharing the format builds it.
+		return "", fmt.Errorf("dump format: %w", errFormatCanceled)
+	default:
+	}
 	if cause != nil {
 		return "", fmt.Errorf("dump format: %w", cause)
 	}

@@ -17,7 +17,20 @@ import (
 	"github.com/outprint/outprint/internal/testenv"
 )
 
+// newTestPool starts a pool on cfg, closed when the test ends, whose
+// formats are the test binary's shared ones (testFormats) unless cfg sets
+// Formats.
 func newTestPool(t *testing.T, cfg PoolConfig) *Pool {
+	t.Helper()
+	if cfg.Formats == nil && !cfg.NoFormat {
+		cfg.Formats = testFormats(t)
+	}
+	return startTestPool(t, cfg)
+}
+
+// startTestPool is newTestPool without the shared formats: with
+// cfg.Formats nil the pool keeps formats of its own, as the service's.
+func startTestPool(t *testing.T, cfg PoolConfig) *Pool {
 	t.Helper()
 	testenv.Require(t, "xelatex", "pdfinfo", "pdftotext")
 	if cfg.Runner.TempDir == "" {
@@ -588,7 +601,7 @@ func TestPoolMax(t *testing.T) {
 // without gzip compression (processes load it without inflating it) and
 // that a process loads it: its log names the format.
 func TestPoolFormatUncompressed(t *testing.T) {
-	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
+	p := startTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}})
 	res, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "Format check.\n"})
 	if err != nil {
 		t.Fatal(err)
