@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -130,7 +131,7 @@ func run(doc string, runs int) error {
 	for _, ps := range pool.Stats().Processes {
 		groups = append(groups, ps.Pid)
 	}
-	cpu0 := groupsCPU(groups)
+	cpu0, self0 := groupsCPU(groups), selfCPU()
 	for range runs {
 		start := time.Now()
 		if err := convert(); err != nil {
@@ -139,15 +140,18 @@ func run(doc string, runs int) error {
 		warm = append(warm, time.Since(start))
 	}
 	cpuPer := (groupsCPU(groups) - cpu0) / time.Duration(runs)
+	selfPer := (selfCPU() - self0) / time.Duration(runs)
+	var serialCPU, parallelCPU time.Duration
 	for range runs {
-		start := time.Now()
+		start, c := time.Now(), groupsCPU(groups)
 		for range 4 {
 			if err := convert(); err != nil {
 				return err
 			}
 		}
 		serial = append(serial, time.Since(start))
-		start = time.Now()
+		serialCPU += groupsCPU(groups) - c
+		start, c = time.Now(), groupsCPU(groups)
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
 		for i := range 4 {
@@ -164,6 +168,7 @@ func run(doc string, runs int) error {
 			}
 		}
 		parallel = append(parallel, time.Since(start))
+		parallelCPU += groupsCPU(groups) - c
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// The tabwriter buffers until Flush, whose error is returned.
@@ -174,9 +179,12 @@ func run(doc string, runs int) error {
 	row("warm pool, one document\t%.3f s\t\n", median(warm).Seconds())
 	row("ratio warm/naive (target <= 0.4)\t%.2f\t\n", median(warm).Seconds()/median(naive).Seconds())
 	row("LibreOffice CPU per warm conversion (its process groups)\t%.3f s\t\n", cpuPer.Seconds())
+	row("outprint's own CPU per warm conversion (this process)\t%.3f s\t\n", selfPer.Seconds())
 	row("4 one after the other\t%.3f s\t\n", median(serial).Seconds())
 	row("4 at once on 2 slots\t%.3f s\t\n", median(parallel).Seconds())
 	row("throughput at once / one at a time (target >= 1.7)\t%.2f\t\n", median(serial).Seconds()/median(parallel).Seconds())
+	row("LibreOffice CPU per conversion, one at a time / at once\t%.3f / %.3f s\t\n",
+		serialCPU.Seconds()/float64(4*runs), parallelCPU.Seconds()/float64(4*runs))
 	st := pool.Stats()
 	for _, ps := range st.Processes {
 		row("slot %d: pid %d, %d conversions\tRSS %.0f MiB\t\n", ps.Slot, ps.Pid, ps.Conversions, float64(ps.RSS)/(1<<20))
@@ -218,4 +226,13 @@ func groupsCPU(pgids []int) time.Duration {
 		ticks += u + st
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// selfCPU is the CPU time (user and system) this process used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

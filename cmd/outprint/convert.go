@@ -31,7 +31,7 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return parseDone(fs, err, stdout, stderr)
 	}
 	if len(files) != 1 {
-		fmt.Fprint(stderr, "outprint convert: want exactly one Office document\n"+usage)
+		_, _ = fmt.Fprint(stderr, "outprint convert: want exactly one Office document\n"+usage)
 		return exitUsage
 	}
 	name := files[0]
@@ -41,7 +41,7 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	report := func(err error) int {
 		var le *limits.Error
 		if !errors.As(err, &le) {
-			fmt.Fprintf(stderr, "outprint: internal error: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "outprint: internal error: %v\n", err)
 			return exitInternal
 		}
 		if *asJSON {
@@ -53,13 +53,13 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	doc, err := readBounded(name, limits.MaxOfficeBytes)
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint convert: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint convert: %v\n", err)
 		return exitUsage
 	}
 	var metadata []byte
 	if *meta != "" {
 		if metadata, err = os.ReadFile(*meta); err != nil {
-			fmt.Fprintf(stderr, "outprint convert: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "outprint convert: %v\n", err)
 			return exitUsage
 		}
 	}
@@ -67,7 +67,7 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	// OUTPRINT_MAX_PDF_BYTES or a file named by OUTPRINT_CONFIG).
 	cfg, err := config.Load(config.Path("", os.Environ()), os.Environ())
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint convert: configuration: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint convert: configuration: %v\n", err)
 		return exitUsage
 	}
 	f, err := office.Detect(doc, filepath.Base(name))
@@ -81,7 +81,7 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	start := time.Now()
 	pool, err := office.NewPool(ctx, office.Config{Slots: 1})
 	if err != nil {
-		fmt.Fprintf(stderr, "outprint convert: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint convert: %v\n", err)
 		return report(worker.ErrOfficeNotInstalled)
 	}
 	res, err := worker.Convert(ctx, pool, doc, f, opts, cfg.Render.Limits())
@@ -92,9 +92,9 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return report(err)
 	}
 	if err := writeFileAtomic(*out, res.PDF); err != nil {
-		fmt.Fprintf(stderr, "outprint convert: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "outprint convert: %v\n", err)
 		return exitInternal
 	}
-	fmt.Fprintf(stderr, "%s: %d pages from %s, %.2fs\n", *out, res.Pages, strings.ToUpper(f.Name), time.Since(start).Seconds())
+	_, _ = fmt.Fprintf(stderr, "%s: %d pages from %s, %.2fs\n", *out, res.Pages, strings.ToUpper(f.Name), time.Since(start).Seconds())
 	return exitOK
 }

@@ -68,8 +68,9 @@ func officeUpload(t *testing.T, path string) (body []byte, contentType string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(doc)
-	mw.Close()
+	// Writes to a bytes.Buffer do not fail.
+	_, _ = w.Write(doc)
+	_ = mw.Close()
 	return b.Bytes(), mw.FormDataContentType()
 }
 
@@ -187,10 +188,14 @@ func TestClusterOffice(t *testing.T) {
 			Pages int `json:"pages"`
 		} `json:"progress"`
 	}
-	json.Unmarshal(a.body, &job)
+	if err := json.Unmarshal(a.body, &job); err != nil {
+		t.Fatalf("POST /v1/jobs answered %q: %v", a.body, err)
+	}
 	testenv.EventuallyWithin(t, 2*time.Minute, "the office job to end", func() bool {
 		a := get(g.url + "/v1/jobs/" + job.ID)
-		json.Unmarshal(a.body, &job)
+		if json.Unmarshal(a.body, &job) != nil {
+			return false
+		}
 		return job.State == "succeeded" || job.State == "failed" || job.State == "cancelled"
 	})
 	if job.State != "succeeded" {

@@ -40,7 +40,7 @@ func TestWorkerConvertRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read to the end below
 		out, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, out
 	}
