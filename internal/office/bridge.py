@@ -4,7 +4,7 @@
 # python3 (python3-uno). The Go side speaks JSON lines on stdin/stdout:
 #
 #   in : {"soffice": ..., "profile": "file:///...", "pipe": "name",
-#         "warm": URL of a scratch PDF}   (once)
+#         "warm": URL of a scratch PDF, "cpu": N or -1}   (once)
 #   out: {"ready": true, "pid": N}   once soffice answers over the pipe
 #   in : {"in": URL, "out": URL, "filter": "", "options": "",
 #         "paper": [w, h] | null, "landscape": true | false | null,
@@ -51,6 +51,13 @@ def answer(obj):
 
 
 def start(cfg):
+    if cfg.get("cpu", -1) >= 0:
+        # The whole group keeps to one CPU (soffice inherits it): two
+        # groups left to the scheduler were moved between the cores.
+        try:
+            os.sched_setaffinity(0, {cfg["cpu"]})
+        except OSError as e:
+            sys.stderr.write("cpu %d: %s\n" % (cfg["cpu"], e))
     argv = [
         cfg["soffice"], "--headless", "--invisible", "--nologo", "--norestore",
         "--nodefault", "--nolockcheck", "--nofirststartwizard",

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 	"unicode/utf8"
 
 	"github.com/outprint/outprint/internal/limits"
@@ -222,6 +224,31 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	return p, nil
 }
 
+// slotCPU is the CPU the process of slot is kept on, or -1 for any. While
+// the pool has at least two slots and no more than the CPUs this process
+// may use, slot i's process group keeps to a CPU of its own (one slot
+// keeps them all): left to the
+// scheduler, two LibreOffice processes converting at once were moved
+// between the cores, and four conversions on two slots reached 1.5–1.7×
+// the throughput of one at a time, against 1.97× with each group on a
+// core of its own (bench/office).
+func slotCPU(slot, slots int) int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return -1
+	}
+	var cpus []int
+	for c := range 1024 {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	if slots < 2 || slots > len(cpus) {
+		return -1
+	}
+	return cpus[slot%len(cpus)]
+}
+
 // maxSocketDir is the longest folder LibreOffice's sockets fit in: a
 // socket's path has at most 107 bytes, and the longest name,
 // "/s1234567/OSL_PIPE_<uid>_SingleOfficeIPC_<hash>" (the uid in a user
@@ -328,7 +355,7 @@ func (p *Pool) replace(s *slot) {
 	// ends the start, and waits for it.
 	go func() {
 		defer p.wg.Done()
-		pr, err := p.start(p.bg)
+		pr, err := p.start(p.bg, s.id)
 		p.mu.Lock()
 		s.p = pr
 		s.busy = false
@@ -340,8 +367,8 @@ func (p *Pool) replace(s *slot) {
 	}()
 }
 
-// start starts one process in a fresh folder.
-func (p *Pool) start(ctx context.Context) (*proc, error) {
+// start starts the process of slot in a fresh folder.
+func (p *Pool) start(ctx context.Context, slot int) (*proc, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
 	n := p.seq.Add(1)
@@ -353,7 +380,7 @@ func (p *Pool) start(ctx context.Context) (*proc, error) {
 		}
 	}
 	begin := time.Now()
-	pr, err := startProc(ctx, procSpec{python: p.python, bridge: p.bridge, soffice: p.soffice, dir: dir, sock: sock, isolate: !p.cfg.noIsolate})
+	pr, err := startProc(ctx, procSpec{python: p.python, bridge: p.bridge, soffice: p.soffice, dir: dir, sock: sock, isolate: !p.cfg.noIsolate, cpu: slotCPU(slot, p.cfg.Slots)})
 	if err != nil {
 		_ = os.RemoveAll(dir)  // best effort: Close removes the pool's folder
 		_ = os.RemoveAll(sock) // and the sockets' folder
@@ -477,7 +504,7 @@ func (p *Pool) Convert(ctx context.Context, doc []byte, f Format, o Options) ([]
 			}
 		}
 		if s.p == nil {
-			pr, err := p.start(ctx)
+			pr, err := p.start(ctx, s.id)
 			if err != nil {
 				p.release(s, "")
 				if ctx.Err() != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/outprint/outprint/internal/childproc"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
@@ -229,5 +231,47 @@ func TestSocketDir(t *testing.T) {
 		if filepath.Dir(got) != want {
 			t.Errorf("socketDir(deep) with TMPDIR=%s = %q, want a folder in %s", tmp, got, want)
 		}
+	}
+}
+
+// TestSlotCPU: with two or more slots and no more than the CPUs each
+// slot's process group keeps to a CPU of its own, the bridge (leader of
+// the group) included; one slot, or more slots than CPUs, pins none.
+func TestSlotCPU(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	n := set.Count()
+	if got := slotCPU(0, n+1); got != -1 {
+		t.Errorf("slotCPU(0, %d) = %d, want -1 (more slots than CPUs)", n+1, got)
+	}
+	if got := slotCPU(0, 1); got != -1 {
+		t.Errorf("slotCPU(0, 1) = %d, want -1 (one slot keeps every CPU)", got)
+	}
+	if n < 2 {
+		testenv.Missing(t, "two CPUs (this process may use one)")
+	}
+	p := mainPool(t)
+	seen := map[string]bool{}
+	for _, ps := range p.Stats().Processes {
+		want := slotCPU(ps.Slot, len(p.slots))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ps.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				got = strings.TrimSpace(v)
+			}
+		}
+		if want < 0 || got != strconv.Itoa(want) {
+			t.Errorf("slot %d's bridge (pid %d) may use CPUs %q, want only CPU %d", ps.Slot, ps.Pid, got, want)
+		}
+		seen[got] = true
+	}
+	if len(seen) != len(p.slots) {
+		t.Errorf("the slots' CPUs %v, want one of its own for each of %d slots", seen, len(p.slots))
 	}
 }

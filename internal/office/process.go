@@ -72,6 +72,7 @@ type procSpec struct {
 	dir                     string // the process's folder, created by the caller
 	sock                    string // the folder of its UNO sockets, created by the caller
 	isolate                 bool
+	cpu                     int // the CPU the group keeps to (the bridge sets it before soffice starts), -1 for any
 }
 
 // startProc starts a bridge and its soffice in their walls and waits
@@ -211,11 +212,12 @@ func launch(ctx context.Context, s procSpec, isolate bool) (*proc, error) {
 		p.kill()
 		return nil, fmt.Errorf("start LibreOffice: rlimits: %w", err)
 	}
-	hello, err := json.Marshal(map[string]string{
+	hello, err := json.Marshal(map[string]any{
 		"soffice": s.soffice,
 		"profile": fileURL(filepath.Join(s.dir, "profile")),
 		"pipe":    pipeName(s.dir),
 		"warm":    fileURL(filepath.Join(s.dir, "tmp", "warm.pdf")),
+		"cpu":     s.cpu,
 	})
 	if err != nil {
 		p.kill()
