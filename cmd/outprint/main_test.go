@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/tex/textest"
 )
 
 // binary is the outprint command built once for these tests: they run it as
@@ -52,39 +52,16 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir) // best effort: a temporary directory
-	if f := sharedFormats.f; f != nil {
-		if err := f.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "shared formats: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
+	os.Exit(sharedFormats.Close(code))
 }
 
 // sharedFormats are the dumped formats of the services startService runs
-// in this process (service.Options.Formats): the usual preamble's package
-// part is dumped once for this test binary instead of once per service
-// (some 2.4 CPU seconds each). The outprint processes the tests start
-// dump their own. Made on first use, removed by TestMain.
-var sharedFormats struct {
-	once sync.Once
-	f    *tex.Formats
-	err  error
-}
+// in this process (service.Options.Formats), one for this test binary;
+// the outprint processes the tests start dump their own.
+var sharedFormats textest.SharedFormats
 
 // testFormats returns sharedFormats.
-func testFormats(t testing.TB) *tex.Formats {
-	t.Helper()
-	sharedFormats.once.Do(func() {
-		sharedFormats.f, sharedFormats.err = tex.NewFormats("", 0, 0)
-	})
-	if sharedFormats.err != nil {
-		t.Fatalf("tex.NewFormats: %v", sharedFormats.err)
-	}
-	return sharedFormats.f
-}
+func testFormats(t testing.TB) *tex.Formats { t.Helper(); return sharedFormats.Get(t) }
 
 // failpointMain is the command's main for a process of a role armed with
 // a failpoint.

@@ -2,33 +2,18 @@ package render
 
 import (
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/tex/textest"
 )
 
 // sharedFormats are the dumped formats of the tests' TeX pools
-// (tex.PoolConfig.Formats): each package part of a preamble is dumped
-// once for this test binary instead of once per pool (some 2.4 CPU
-// seconds each). Made on first use, removed by TestMain.
-var sharedFormats struct {
-	once sync.Once
-	f    *tex.Formats
-	err  error
-}
+// (tex.PoolConfig.Formats), one for this test binary.
+var sharedFormats textest.SharedFormats
 
 // testFormats returns sharedFormats.
-func testFormats(t testing.TB) *tex.Formats {
-	t.Helper()
-	sharedFormats.once.Do(func() {
-		sharedFormats.f, sharedFormats.err = tex.NewFormats("", 0, 0)
-	})
-	if sharedFormats.err != nil {
-		t.Fatalf("tex.NewFormats: %v", sharedFormats.err)
-	}
-	return sharedFormats.f
-}
+func testFormats(t testing.TB) *tex.Formats { t.Helper(); return sharedFormats.Get(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -40,13 +25,5 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	if f := sharedFormats.f; f != nil {
-		if err := f.Close(); err != nil {
-			_, _ = os.Stderr.WriteString("shared formats: " + err.Error() + "\n")
-			if code == 0 {
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
+	os.Exit(sharedFormats.Close(code))
 }
