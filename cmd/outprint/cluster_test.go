@@ -61,7 +61,7 @@ func launchRole(t *testing.T, role string, env ...string) *proc {
 		listenVar = "OUTPRINT_WORKER_LISTEN"
 	}
 	p := &proc{t: t, role: role, url: fmt.Sprintf("http://127.0.0.1:%d", port), logs: &testenv.Buffer{},
-		env: append([]string{listenVar + "=127.0.0.1:" + strconv.Itoa(port), "OUTPRINT_DATA_DIR=" + t.TempDir()}, env...)}
+		env: append([]string{listenVar + "=127.0.0.1:" + strconv.Itoa(port), "OUTPRINT_DATA_DIR=" + t.TempDir(), officeOff}, env...)}
 	p.launch()
 	t.Cleanup(p.stop)
 	return p

@@ -76,6 +76,6 @@ func configCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		_, _ = fmt.Fprintf(stdout, "# emoji: no image set in %s; emoji print as Symbola outlines (scripts/emoji.sh installs it)\n", render.DefaultEmojiDir)
 	}
 	_, _ = fmt.Fprintf(stdout, "# diagrams: %s\n", service.DiagramsStatus(cfg))
-	_, _ = fmt.Fprintf(stdout, "# office: %s\n", service.OfficeStatus(ctx))
+	_, _ = fmt.Fprintf(stdout, "# office: %s\n", service.OfficeStatus(ctx, cfg))
 	return exitOK
 }

@@ -24,6 +24,18 @@ import (
 // start LibreOffice; what the tests prove does not depend on it.
 var officeEnv = []string{"OUTPRINT_TIMEOUT=5m"}
 
+// officeOff turns Office conversion off (office.enabled) in the processes
+// of tests about something else: each LibreOffice process costs about 10
+// CPU-seconds to start, and a server waits for them before it is ready.
+// launchRole and startServeCmd put it first, so that a test that passes
+// officeOn in its own environment overrides it (the last value of a
+// variable wins). The tests of Office, the metrics and the README's
+// examples run the default.
+const (
+	officeOff = "OUTPRINT_OFFICE_ENABLED=false"
+	officeOn  = "OUTPRINT_OFFICE_ENABLED=true"
+)
+
 // sharedOffice is the path of a document of ../shared/office.
 func sharedOffice(t *testing.T, name string) string {
 	t.Helper()
@@ -143,7 +155,7 @@ func TestConvertCommand(t *testing.T) {
 // conversions by format.
 func TestClusterOffice(t *testing.T) {
 	testenv.Require(t, "xelatex", "soffice", "python3", "pdfinfo", "pdftotext")
-	env := clusterDB(t, "OUTPRINT_STORE=file://"+t.TempDir(), officeEnv[0])
+	env := clusterDB(t, "OUTPRINT_STORE=file://"+t.TempDir(), officeEnv[0], officeOn)
 	w := startRole(t, roleWorker, append(env, "OUTPRINT_WORKER_CAPACITY=1")...)
 	g := startRole(t, roleGateway, append(env, "OUTPRINT_GATEWAY_WORKERS="+w.url)...)
 	name := "word-google-docs.docx"

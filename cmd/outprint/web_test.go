@@ -133,7 +133,7 @@ func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 func TestWebPrint(t *testing.T) {
 	testenv.Require(t, "pdfinfo")
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)))
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\noffice: {enabled: false}\n", data)))
 	s.waitReady()
 	p := openPage(t, s)
 	p.do("open the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#print-form")))
@@ -220,7 +220,7 @@ func TestWebPrint(t *testing.T) {
 // cancelled from the page and shows cancelled within 2 s.
 func TestWebErrorsAndCancel(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)))
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\noffice: {enabled: false}\n", data)))
 	s.waitReady()
 	p := openPage(t, s)
 	p.do("open the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#print-form")))
@@ -261,7 +261,7 @@ func TestWebErrorsAndCancel(t *testing.T) {
 // it for the tab and uses it; without it nothing of the API is shown.
 func TestWebAsksForKey(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)+
+	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\noffice: {enabled: false}\n", data)+
 		fmt.Sprintf(serveKeys, config.KeyDigest("ann-key"), config.KeyDigest("bob-key")))
 	s := startService(t, cfg)
 	s.waitReady()
@@ -295,7 +295,7 @@ func TestWebAsksForKey(t *testing.T) {
 func TestWebForm(t *testing.T) {
 	testenv.Require(t, "pdftotext", "qpdf")
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data)))
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\noffice: {enabled: false}\n", data)))
 	s.waitReady()
 	p := openPage(t, s)
 	form, err := filepath.Abs(filepath.Join(moduleRoot, "examples", "onboarding-form.pdf"))

@@ -63,7 +63,7 @@ func startFailingServe(t *testing.T, configFile, point string) *serveProcess {
 func startServeCmd(t *testing.T, cmd *exec.Cmd, env ...string) *serveProcess {
 	t.Helper()
 	p := &serveProcess{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan error, 1)}
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(append(os.Environ(), officeOff), env...)
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func TestWorkerConvertRefusals(t *testing.T) {
 		{"no secret", "", OfficeBundle{Doc: docx, Format: "docx"}, 401, "cluster secret"},
 		{"plain text claimed to be a DOCX", testSecret, OfficeBundle{Doc: []byte("words"), Format: "docx"}, 415, `"format"`},
 		{"bad options", testSecret, OfficeBundle{Doc: docx, Format: "docx", Options: json.RawMessage(`{"paper":"a5"}`)}, 422, "paper must be a4 or letter"},
-		{"no LibreOffice", testSecret, OfficeBundle{Doc: docx, Format: "docx"}, 422, "Office conversion is not installed on this server"},
+		{"no LibreOffice", testSecret, OfficeBundle{Doc: docx, Format: "docx"}, 422, "Office conversion is not available on this server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := post(tc.secret, tc.b)

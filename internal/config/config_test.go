@@ -194,6 +194,7 @@ func TestEnvVars(t *testing.T) {
 		{"OUTPRINT_POOL_IDLE_TIMEOUT=1m", func(c *Config) any { return c.Pool.IdleTimeout }, time.Minute},
 		{"OUTPRINT_DIAGRAMS_ENABLED=false", func(c *Config) any { return c.Diagrams.Enabled }, false},
 		{"OUTPRINT_DIAGRAMS_BROWSERS=2", func(c *Config) any { return c.Diagrams.Browsers }, 2},
+		{"OUTPRINT_OFFICE_ENABLED=false", func(c *Config) any { return c.Office.Enabled }, false},
 		{"OUTPRINT_SHUTDOWN_GRACE=5s", func(c *Config) any { return c.Shutdown.Grace }, 5 * time.Second},
 		{"OUTPRINT_ADMIN_ALLOW_ANONYMOUS=true", func(c *Config) any { return c.Admin.AllowAnonymous }, true},
 		// Not settings: ignored.
@@ -223,7 +224,7 @@ func TestEnvVarsComplete(t *testing.T) {
 		"OUTPRINT_JOBS_MAX_QUEUED_PER_TENANT", "OUTPRINT_JOBS_MAX_STORED_BYTES_PER_TENANT",
 		"OUTPRINT_JOBS_LEASE_TIMEOUT",
 		"OUTPRINT_TIMEOUT", "OUTPRINT_MAX_PAGES", "OUTPRINT_MAX_PDF_BYTES",
-		"OUTPRINT_POOL_MIN", "OUTPRINT_POOL_MAX", "OUTPRINT_POOL_IDLE_TIMEOUT", "OUTPRINT_POOL_MEMORY", "OUTPRINT_DIAGRAMS_ENABLED", "OUTPRINT_DIAGRAMS_BROWSERS",
+		"OUTPRINT_POOL_MIN", "OUTPRINT_POOL_MAX", "OUTPRINT_POOL_IDLE_TIMEOUT", "OUTPRINT_POOL_MEMORY", "OUTPRINT_DIAGRAMS_ENABLED", "OUTPRINT_DIAGRAMS_BROWSERS", "OUTPRINT_OFFICE_ENABLED",
 		"OUTPRINT_SHUTDOWN_GRACE",
 		"OUTPRINT_ADMIN_ALLOW_ANONYMOUS", "OUTPRINT_WORKER_LISTEN", "OUTPRINT_WORKER_CAPACITY", "OUTPRINT_GATEWAY_WORKERS",
 		"OUTPRINT_CLUSTER_SECRET",
@@ -342,14 +343,14 @@ func TestFileErrors(t *testing.T) {
 		{"admission:\n  colour: red", []string{`2: unknown key admission.colour (known keys here: slots, queueDepth, perUser, maxWait, previewSlots)`}},
 		{"slots: 2", []string{`1: unknown key slots (did you mean admission.slots?)`}},
 		{"listn: x", []string{`1: unknown key listn (did you mean listen?)`}},
-		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, diagrams, shutdown, admin, worker, gateway, cluster)`}},
+		{"tls: {}", []string{`1: unknown key tls (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, diagrams, office, shutdown, admin, worker, gateway, cluster)`}},
 		{"admission:\n  slots: 2\n  slots: 3", []string{`3: duplicate key admission.slots (first at line 2)`}},
 		{"listen: 127.0.0.1:1\nlisten: 127.0.0.1:2", []string{`2: duplicate key listen (first at line 1)`}},
 		{"? [a, b]\n: 1", []string{`1: the configuration: keys must be plain names (got a list)`}},
 		// Structure.
 		{"- a\n- b", []string{`1: the configuration must be a mapping of keys (got a list)`}},
 		{"just text", []string{`1: the configuration must be a mapping of keys (got "just text")`}},
-		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, diagrams, shutdown, admin, worker, gateway, cluster)`,
+		{"base: &b {slots: 2}\nadmission: *b", []string{`1: unknown key base (known keys here: listen, dataDir, database, store, admission, outline, images, webhooks, auth, jobs, render, pool, diagrams, office, shutdown, admin, worker, gateway, cluster)`,
 			`2: admission: YAML aliases are not supported in a configuration`}},
 		{"admission:\n  <<: {slots: 2}", []string{`2: admission: keys must be plain names (got "<<")`}},
 		// Webhooks (issue 16): secrets are never echoed.

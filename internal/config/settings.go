@@ -202,6 +202,14 @@ var settings = []*setting{
 			}
 			return ""
 		}),
+	withNote(boolean("office.enabled", "OUTPRINT_OFFICE_ENABLED",
+		func(c *Config) *bool { return &c.Office.Enabled }),
+		func(c *Config) string {
+			if !c.Office.Enabled {
+				return "no LibreOffice runs; an Office document is refused (422)"
+			}
+			return ""
+		}),
 	duration("shutdown.grace", "OUTPRINT_SHUTDOWN_GRACE", true,
 		func(c *Config) *time.Duration { return &c.Shutdown.Grace }),
 	boolean("admin.allowAnonymous", "OUTPRINT_ADMIN_ALLOW_ANONYMOUS",

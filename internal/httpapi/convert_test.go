@@ -178,7 +178,7 @@ func TestConvertRefusals(t *testing.T) {
 		{"truncated DOCX", "cut.docx", sharedOffice(t, "hostile-truncated.docx"), "", 422, "corrupt", "DOCX"},
 		{"bad paper", "report.docx", docx, `{"paper":"a3"}`, 422, "invalid", "paper must be a4 or letter"},
 		{"unknown metadata", "report.docx", docx, `{"title":"x"}`, 422, "invalid", ""},
-		{"not installed", "report.docx", docx, "", 422, "invalid", "Office conversion is not installed on this server"},
+		{"not installed", "report.docx", docx, "", 422, "invalid", "Office conversion is not available on this server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := e.postOffice(ctx, "", tc.file, tc.doc, tc.metadata).wantError(t, tc.status, tc.code)

@@ -114,7 +114,7 @@ type Config struct {
 	Forms FormFiller
 	// Office converts Office documents (POST /v1/convert, office jobs):
 	// an *office.Pool in serve, a gateway's *cluster.Remote. Nil answers
-	// them 422 "Office conversion is not installed on this server" (the
+	// them 422 "Office conversion is not available on this server" (the
 	// caller leaves it nil, never a nil *office.Pool).
 	Office worker.Converter
 	// Ready reports whether the service can render (TeX, data folder);

@@ -32,6 +32,13 @@ var bridgeScript []byte
 //go:embed profile.xcu
 var profileXCU []byte
 
+// DefaultEnabled is whether a rendering process converts Office
+// documents when the configuration says nothing (office.enabled): yes,
+// with a warm LibreOffice process per render slot where LibreOffice is
+// installed. An operator turns it off to spare the memory (about 200 MiB
+// a process) on workers that never see an Office document.
+const DefaultEnabled = true
+
 // Defaults of Config.
 const (
 	// DefaultMaxConversions is how many conversions one LibreOffice

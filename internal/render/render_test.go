@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,11 +16,9 @@ import (
 	"github.com/outprint/outprint/internal/tex"
 )
 
-// moduleRoot is the repository root, two folders above this package.
-func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// moduleRoot is the repository root, two folders above this package
+// (go test runs in the package's folder).
+func moduleRoot() string { return filepath.Join("..", "..") }
 
 func newPipeline(t *testing.T) *Pipeline {
 	t.Helper()

@@ -46,7 +46,7 @@ func pdfText(t *testing.T, pdf []byte) string {
 func TestServeDiagrams(t *testing.T) {
 	requireDiagrams(t)
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\npool: {min: 0}\n", data)), nil)
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\npool: {min: 0}\n%s", data, officeOff)), nil)
 	s.waitReady()
 	if s.m.drawer == nil {
 		t.Fatal("serve has no diagram drawer with diagrams.enabled left out")
@@ -130,7 +130,7 @@ func groupLive(t *testing.T, pgid int) []string {
 func TestServeDiagramsOff(t *testing.T) {
 	testenv.Require(t, "pdftotext")
 	data := filepath.Join(t.TempDir(), "data")
-	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\npool: {min: 0}\ndiagrams: {enabled: false}\n", data)), nil)
+	s := startService(t, writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\npool: {min: 0}\ndiagrams: {enabled: false}\n%s", data, officeOff)), nil)
 	s.waitReady()
 	if s.m.drawer != nil {
 		t.Error("serve made a drawer with diagrams.enabled: false")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/outprint/outprint/internal/config"
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/office"
 	"github.com/outprint/outprint/internal/programs"
@@ -17,7 +18,7 @@ import (
 // one warm LibreOffice process per render slot, since a conversion holds
 // a slot of the same capacity as renders and forms. Without LibreOffice
 // the process still starts and renders; an Office document is then
-// refused 422 "Office conversion is not installed on this server", as a
+// refused 422 "Office conversion is not available on this server", as a
 // diagram without its renderer is, and `outprint config check` and the
 // startup log say so.
 
@@ -26,6 +27,11 @@ import (
 // /readyz asks the pool each time; its processes end at Close, after the
 // renders drained.
 func (m *Main) openOffice(ctx context.Context, slots int) {
+	if !officeEnabled(m.cfg) {
+		m.officeState = "off"
+		m.log.Info("Office conversion off: an Office document is refused (422)", "setting", "office.enabled")
+		return
+	}
 	pool, err := office.NewPool(ctx, office.Config{Slots: slots, Dir: m.tmp, Logger: m.log})
 	if err != nil {
 		m.officeState = "not installed"
@@ -38,6 +44,15 @@ func (m *Main) openOffice(ctx context.Context, slots int) {
 	m.pools = append(m.pools, newReadyCache("LibreOffice pool", pool))
 	m.mt.SetOfficeSource(func() metrics.OfficeStats { return officeStats(pool.Stats()) })
 	m.log.Info("Office conversion", "processes", slots)
+}
+
+// officeEnabled is office.enabled: office.DefaultEnabled unless the
+// operator set it.
+func officeEnabled(cfg *config.Config) bool {
+	if !cfg.Set("office.enabled") {
+		return office.DefaultEnabled
+	}
+	return cfg.Office.Enabled
 }
 
 // officeStats is what a scrape reports of the pool: each process's
@@ -70,9 +85,12 @@ func (m *Main) converter() worker.Converter {
 const officeCheckTimeout = 10 * time.Second
 
 // OfficeStatus says, for `outprint config check`, whether this machine
-// can convert Office documents: LibreOffice (soffice) and the python3
-// that imports uno, which drives it. It starts no LibreOffice.
-func OfficeStatus(ctx context.Context) string {
+// converts Office documents: off, or LibreOffice (soffice) and the
+// python3 that imports uno, which drives it. It starts no LibreOffice.
+func OfficeStatus(ctx context.Context, cfg *config.Config) string {
+	if !officeEnabled(cfg) {
+		return "off (office.enabled: false): an Office document is refused (422)"
+	}
 	soffice, err := programs.Find(programs.Soffice)
 	if err != nil {
 		return fmt.Sprintf("not installed: %v; an Office document is refused (422)", err)

@@ -88,7 +88,7 @@ func TestServeReadyFollowsPool(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	data := filepath.Join(t.TempDir(), "data")
-	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n", data))
+	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\n%s", data, officeOff))
 	s := startService(t, cfg, nil)
 	s.waitReady()
 	if r := <-s.render("", "# Before\n\nTeX works.\n"); r.err != nil || r.status != http.StatusOK {

@@ -38,6 +38,12 @@ type instance struct {
 	m    *Main
 }
 
+// officeOff is the configuration line that turns Office conversion off
+// (office.enabled), for the tests about something else: each LibreOffice
+// process costs about 10 CPU-seconds to start, and serve is not ready
+// before them. TestServeRenders and TestServeShutdown run the default.
+const officeOff = "office: {enabled: false}\n"
+
 // writeConfig writes a YAML configuration and loads it as serve does.
 func writeConfig(t *testing.T, yaml string) *config.Config {
 	t.Helper()
@@ -303,7 +309,7 @@ func TestServeShutdown(t *testing.T) {
 // ends is stopped (its TeX process group killed) and answered 503.
 func TestServeGraceRunsOut(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nshutdown: {grace: 300ms}\n", data))
+	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nshutdown: {grace: 300ms}\n%s", data, officeOff))
 	g := newGate()
 	s := startService(t, cfg, g.wrap)
 	s.waitReady()
@@ -494,7 +500,7 @@ func TestServeJobs(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
 			dbURL := testDatabase(t, kind, data)
 			conf := func(grace string) string {
-				return fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\ndatabase: %s\nshutdown: {grace: %s}\npool: {min: 0}\n", data, dbURL, grace)
+				return fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\ndatabase: %s\nshutdown: {grace: %s}\npool: {min: 0}\n%s", data, dbURL, grace, officeOff)
 			}
 			if kind == "postgres" {
 				cfg := writeConfig(t, conf("2m"))
@@ -605,7 +611,7 @@ func TestServeDrainWaitingWorker(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	// perUser 2: the anonymous user's job submission counts against the
 	// same user as its sync render while it is accepted.
-	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nadmission: {slots: 1, queueDepth: 2, perUser: 2}\nshutdown: {grace: 2m}\npool: {min: 0}\n", data))
+	cfg := writeConfig(t, fmt.Sprintf("listen: 127.0.0.1:0\ndataDir: %s\nadmission: {slots: 1, queueDepth: 2, perUser: 2}\nshutdown: {grace: 2m}\npool: {min: 0}\n%s", data, officeOff))
 	g := newGate()
 	s := startService(t, cfg, g.wrap)
 	s.waitReady()

@@ -151,6 +151,7 @@ func Effective(cfg *config.Config) *config.Config {
 	pool := poolConfig(cfg).WithDefaults()
 	e.Pool.Min, e.Pool.IdleTimeout = max(pool.Min, 0), pool.IdleTimeout
 	e.Diagrams.Enabled = diagramsEnabled(cfg)
+	e.Office.Enabled = officeEnabled(cfg)
 	return &e
 }
 

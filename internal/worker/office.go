@@ -29,10 +29,11 @@ type Converter interface {
 }
 
 // ErrOfficeNotInstalled answers an Office document on a server without
-// LibreOffice: the document is fine, this server cannot convert it (422,
-// as a diagram the server cannot draw).
+// LibreOffice, or with office.enabled false: the document is fine, this
+// server cannot convert it (422, as a diagram the server cannot draw).
+// The operator's startup log and `outprint config check` say which.
 var ErrOfficeNotInstalled = limits.Invalid(limits.Problem{Field: "file", Source: limits.SourceDocument, Code: limits.CodeInvalid,
-	Message: "Office conversion is not installed on this server"})
+	Message: "Office conversion is not available on this server"})
 
 // maxOptionsBytes bounds the options JSON of a conversion.
 const maxOptionsBytes = 4 << 10

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 
@@ -29,13 +28,25 @@ type recording struct {
 
 // RecordingsDir returns the folder of the recordings (../shared/
 // outline-recordings next to the module root), or "" when it is absent.
+// The module root is found from the working directory, which is the
+// package's folder under go test: source paths are no guide, since
+// `make test` builds with -trimpath.
 func RecordingsDir() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
+	dir, err := os.Getwd()
+	if err != nil {
 		return ""
 	}
-	// file is <module>/internal/outline/outlinetest/recordings.go.
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "outline-recordings")
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+	dir = filepath.Join(dir, "..", "shared", "outline-recordings")
 	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
 		return ""
 	}
