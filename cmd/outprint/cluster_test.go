@@ -459,7 +459,9 @@ func TestClusterChaos(t *testing.T) {
 		t.Errorf("job %d was never accepted; last answer %d %s %v", i, last.status, last.body, last.err)
 	}
 
-	// Synchronous renders beside the jobs.
+	// Synchronous renders beside the jobs, a few a second: enough to hold
+	// a slot through every failure below without taking the workers from
+	// the jobs.
 	stopSync := make(chan struct{})
 	var syncWG sync.WaitGroup
 	var syncCodes []int
@@ -467,16 +469,17 @@ func TestClusterChaos(t *testing.T) {
 	go func() {
 		defer syncWG.Done()
 		body, _ := json.Marshal(map[string]string{"markdown": "# Sync\n\nRendered while the cluster suffers.\n"})
+		pace := time.NewTicker(250 * time.Millisecond)
+		defer pace.Stop()
 		for {
 			select {
 			case <-stopSync:
 				return
-			default:
+			case <-pace.C:
 			}
 			a := post(g.url+"/v1/render", map[string]string{"Content-Type": "application/json"}, body)
 			if a.err != nil {
-				time.Sleep(200 * time.Millisecond) // the gateway is down: no answer to judge
-				continue
+				continue // the gateway is down: no answer to judge
 			}
 			mu.Lock()
 			syncCodes = append(syncCodes, a.status)
@@ -490,7 +493,6 @@ func TestClusterChaos(t *testing.T) {
 				if a.header.Get("Retry-After") == "" {
 					t.Errorf("sync render: %d without Retry-After: %s", a.status, a.body)
 				}
-				time.Sleep(200 * time.Millisecond)
 			default:
 				t.Errorf("sync render: %d %s, want 200, or 429/503 with Retry-After", a.status, a.body)
 			}

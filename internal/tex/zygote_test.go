@@ -45,14 +45,17 @@ func newZygotePool(t *testing.T, cfg PoolConfig) (*Pool, *zygote) {
 	// The process Min warmed before the zygote was ready is a warm
 	// process of its own: a render uses it up, and slots for the
 	// zygote's children replace it.
-	for range 3 {
+	// With Forks 1 each fork retires the zygote, and until its successor
+	// is ready the pool warms processes of its own: on a loaded machine
+	// that takes more than a render or two (CI once needed more than 3).
+	for range 10 {
 		if newestIsSlot(p) {
 			break
 		}
 		if _, err := p.Run(context.Background(), Job{Preamble: testPreamble, Body: "x"}); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		waitFor(t, "a warm process or slot", func() bool { return p.Stats().Warm > 0 })
+		waitFor(t, "a warm process or slot and a zygote", func() bool { s := p.Stats(); return s.Warm > 0 && s.Zygotes > 0 })
 	}
 	if !newestIsSlot(p) {
 		t.Fatalf("no slot for a zygote's child: %+v", p.Stats())
