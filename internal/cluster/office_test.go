@@ -72,7 +72,7 @@ func TestWorkerConvertRefusals(t *testing.T) {
 	}
 	_, err = rr.Convert(context.Background(), docx, office.Format{Name: "docx", Family: office.FamilyText}, office.Options{})
 	var le *limits.Error
-	if !errors.As(err, &le) || le.Kind != limits.KindDocument || !strings.Contains(le.Error(), "not installed") {
+	if !errors.As(err, &le) || le.Kind != limits.KindDocument || !strings.Contains(le.Error(), "not available") {
 		t.Errorf("Remote.Convert on a worker without LibreOffice = %v, want the worker's 422 as a *limits.Error", err)
 	}
 	if st := tb.adm.Stats(); st.Running != 0 || st.Tickets != 0 {
