@@ -20,7 +20,7 @@ import (
 // TestWorkerConvertRefusals: the worker's ConvertPath asks for the
 // cluster secret, recognises the bundle's file again (it does not trust
 // the gateway) and, without LibreOffice, answers an Office document 422
-// "not installed" — each in the error list the gateway reads back into
+// "not available" — each in the error list the gateway reads back into
 // the same *limits.Error (Remote.Convert). No LibreOffice runs here.
 func TestWorkerConvertRefusals(t *testing.T) {
 	tb := setup(t, false, limits.Render{})
