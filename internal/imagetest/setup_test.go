@@ -25,17 +25,43 @@ const moduleRoot = "../.."
 // image is the name this test process builds the image as: a name of its
 // own, so that tests of two clones on one machine never run each other's
 // image (TestCompose points compose.yaml's `image: outprint:local` at it).
-// TestMain removes the name at the end; the layers stay cached.
+// TestMain removes the name at the end; the layers stay cached under
+// cacheImage.
 var image = "localhost/outprint-imagetest:" + uniqueName("run")
+
+// cacheImage names the last image built here, only to keep its layers:
+// removing an image's last name removes the intermediate images of its
+// build too, which are podman's layer cache, and every run would then
+// install TeX and LibreOffice again (some 6 minutes with the packages
+// downloaded, 18 without). No test runs it.
+const cacheImage = "localhost/outprint-imagetest:cache"
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if bundle != nil {
-		if _, err := bundle.try("rmi", image); err != nil {
-			fmt.Println("imagetest: remove", image+":", err)
-		}
+		bundle.keepLayers()
 	}
 	os.Exit(code)
+}
+
+// keepLayers moves cacheImage to this run's image and removes this run's
+// name, then the image cacheImage named before, if another: that removes
+// only what no newer build shares with it (its binary's layer). Best
+// effort: a failure costs the next run its cache, not its result.
+func (b *testBundle) keepLayers() {
+	old, _ := b.try("image", "inspect", "--format", "{{.Id}}", cacheImage)
+	if _, err := b.try("tag", image, cacheImage); err != nil {
+		fmt.Println("imagetest: tag", image, "as", cacheImage+":", err)
+	}
+	if _, err := b.try("rmi", image); err != nil {
+		fmt.Println("imagetest: remove", image+":", err)
+	}
+	cur, _ := b.try("image", "inspect", "--format", "{{.Id}}", cacheImage)
+	if old != "" && old != cur {
+		if _, err := b.try("rmi", old); err != nil {
+			fmt.Println("imagetest: remove the previous cache image", old+":", err)
+		}
+	}
 }
 
 // testBundle is what every test of the package shares: the podman
