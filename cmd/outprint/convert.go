@@ -82,7 +82,7 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	pool, err := office.NewPool(ctx, office.Config{Slots: 1})
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "outprint convert: %v\n", err)
-		return report(worker.ErrOfficeNotInstalled)
+		return report(worker.ErrOfficeUnavailable)
 	}
 	res, err := worker.Convert(ctx, pool, doc, f, opts, cfg.Render.Limits())
 	if cerr := pool.Close(); cerr != nil && err == nil {

@@ -153,7 +153,7 @@ func (s *Server) officeJob(w http.ResponseWriter, r *http.Request, c caller, a *
 		return jobs.Input{}, err
 	}
 	if s.cfg.Office == nil {
-		return jobs.Input{}, worker.ErrOfficeNotInstalled
+		return jobs.Input{}, worker.ErrOfficeUnavailable
 	}
 	cb, err := s.jobCallback(r, c, callback)
 	if err != nil {

@@ -23,7 +23,7 @@ type JobsConfig struct {
 	// Forms fills forms jobs; without it they fail.
 	Forms *forms.Filler
 	// Office converts office jobs (an *office.Pool); without it they fail
-	// with ErrOfficeNotInstalled. Limits bound their time, pages and PDF
+	// with ErrOfficeUnavailable. Limits bound their time, pages and PDF
 	// (default: those of Pipeline, else limits.DefaultRender()), and
 	// Observer is told about each conversion (default: none).
 	Office   Converter
@@ -128,7 +128,7 @@ func (j *Jobs) form(ctx context.Context, in jobs.RenderInput, progress func(stri
 func (j *Jobs) office(ctx context.Context, in jobs.RenderInput, progress func(string, int)) ([]byte, error) {
 	progress(jobs.PhasePreparing, 0)
 	if j.cfg.Office == nil {
-		return nil, ErrOfficeNotInstalled
+		return nil, ErrOfficeUnavailable
 	}
 	// The job is named after its PDF (report.pdf); the name acceptance
 	// recognised the document with ended in its format (a CSV is told

@@ -28,11 +28,11 @@ type Converter interface {
 	Convert(ctx context.Context, doc []byte, f office.Format, o office.Options) ([]byte, error)
 }
 
-// ErrOfficeNotInstalled answers an Office document on a server without
+// ErrOfficeUnavailable answers an Office document on a server without
 // LibreOffice, or with office.enabled false: the document is fine, this
 // server cannot convert it (422, as a diagram the server cannot draw).
 // The operator's startup log and `outprint config check` say which.
-var ErrOfficeNotInstalled = limits.Invalid(limits.Problem{Field: "file", Source: limits.SourceDocument, Code: limits.CodeInvalid,
+var ErrOfficeUnavailable = limits.Invalid(limits.Problem{Field: "file", Source: limits.SourceDocument, Code: limits.CodeInvalid,
 	Message: "Office conversion is not available on this server"})
 
 // maxOptionsBytes bounds the options JSON of a conversion.
@@ -122,7 +122,7 @@ type Converted struct {
 // counted. conv nil is a server without LibreOffice.
 func (t *Ticket) Convert(ctx context.Context, conv Converter, doc []byte, f office.Format, o office.Options) (*Converted, error) {
 	if conv == nil {
-		return nil, ErrOfficeNotInstalled
+		return nil, ErrOfficeUnavailable
 	}
 	var (
 		res  *Converted
