@@ -9,8 +9,23 @@ export PATH := /usr/local/go/bin:$(PATH)
 # clone reuses what any clone on the machine compiled.
 export GOFLAGS := -trimpath $(GOFLAGS)
 BIN := bin/outprint
+# The race detector instruments every package of a -race build, and SQLite
+# here is Go: modernc.org/sqlite/lib is SQLite's C translated to Go, run on
+# a C library also translated (modernc.org/libc, modernc.org/memory). Under
+# -race those three cost more than all the rest of the job service (the
+# jobs tests used 235 CPU-s with them instrumented, 79 without). They are
+# compiled without the instrumentation, as a cgo SQLite would be: the
+# detector still watches every other package, database/sql and the
+# driver's Go side included. Sound because the three keep SQLite's heap
+# outside Go's (the detector ignores that memory anyway) and instantiate
+# no generic code of the standard library (a generic instantiation is
+# shared with the packages that use the same one, so it would lose its
+# instrumentation there too); internal/jobs's TestRaceUninstrumented
+# checks that of each package named here.
+RACE_UNINSTRUMENTED := modernc.org/sqlite/lib modernc.org/libc modernc.org/memory
+RACE := -race $(foreach p,$(RACE_UNINSTRUMENTED),-gcflags=$(p)=-race=false)
 
-.PHONY: setup setup-serve build run test bench fuzz fuzz-pathological visual visual-approve lint
+.PHONY: setup setup-serve build run test bench fuzz fuzz-pathological visual visual-approve lint race-flags
 
 setup:
 	@bash scripts/setup.sh test
@@ -36,23 +51,27 @@ test: setup
 	# -vet=off: go vet above ran every default analyzer on these
 	# packages; go test would run a subset of them again on each.
 	# -count=1: every test runs, none is answered from Go's test cache.
-	go test -race -vet=off -count=1 -timeout 18m $$(go list ./... | grep -v /internal/imagetest$$)
-	# goldmark's own tests on the patched copy (a module of its own, which
-	# ./... leaves out), its performance tests included (about 1.3 s; each
-	# fails past 5 s, times the multiplier upstream provides for loaded
-	# machines).
-	cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...
-	# The container image built and run, alone and without -race (it
-	# drives podman): serve, then compose.yaml's topology. A cold machine
-	# builds the stand-ins and image layers once (cached outside the clone).
-	go test -count=1 -timeout 60m ./internal/imagetest
-	# The pathological Markdown families at two sizes (short: 48 KB).
+	go test $(RACE) -vet=off -count=1 -timeout 18m $$(go list ./... | grep -v /internal/imagetest$$)
+	# Then, at the same time (scripts/together.sh; each one's output is
+	# printed whole when it ends), three suites that mostly wait:
+	# - The container image built and run, without -race (it drives
+	#   podman): serve, then compose.yaml's topology. A cold machine builds
+	#   the stand-ins and image layers once (cached outside the clone).
+	# - The full 10,000-job burst on SQLite and PostgreSQL (the -race run
+	#   above bursts 300 jobs): durable acceptance waits on fsync.
+	# - goldmark's own tests on the patched copy (a module of its own,
+	#   which ./... leaves out), its performance tests included (about
+	#   1.3 s; each fails past 5 s, times the multiplier upstream provides
+	#   for loaded machines).
+	@bash scripts/together.sh \
+	  'go test -count=1 -timeout 60m ./internal/imagetest' \
+	  "go test -count=1 -run '^TestBurst\$$' -timeout 5m ./internal/jobs" \
+	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...'
+	# Last and alone, as they compare CPU time at two sizes: the
+	# pathological Markdown families (short: 48 KB) and the same for a
+	# form's values JSON (short: 256 KB).
 	go test -count=1 -run '^TestPathological$$' ./internal/markdown
-	# The same for a form's values JSON (short: 256 KB).
 	go test -count=1 -run '^TestPathologicalValues$$' ./internal/forms
-	# The full 10,000-job burst: the race detector slows SQLite ~30x, so
-	# the -race run above bursts 300 jobs and this one the whole 10,000.
-	go test -count=1 -run '^TestBurst$$' -timeout 5m ./internal/jobs
 
 bench: setup build
 	@bash bench/run.sh $(BIN)
@@ -87,5 +106,10 @@ visual-approve: setup
 # (errcheck, depguard for the test helpers, revive's exported rules). Not
 # yet part of `make test`: the findings outside the packages cleaned so
 # far are still to be fixed.
+# The flags of `make test`'s -race run, for running one package as it does:
+#   go test $$(make -s race-flags) ./internal/jobs
+race-flags:
+	@echo $(RACE)
+
 lint:
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...

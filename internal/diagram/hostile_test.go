@@ -224,10 +224,19 @@ func TestHostileLayouts(t *testing.T) {
 // problem; its browser's whole process group is gone when Draw returns,
 // and the document's other diagrams are drawn on a new page.
 func TestTimeoutKillsBrowser(t *testing.T) {
-	tb := setup(t, Config{timeout: 2 * time.Second})
-	// Warm up, so that the bound meets the diagram, not the start.
-	if _, err := tb.d.Draw(tb.ctx, []Diagram{{Kind: Mermaid, Source: "graph TD\n W --> U", Line: 1}}); err != nil {
-		t.Fatal(err)
+	tb := setup(t, Config{timeout: 5 * time.Second})
+	// Warm up, so that the bound meets the diagram, not the start. On a
+	// machine busy with other tests even this small diagram once took
+	// longer than the bound (2 s then), so it gets three tries.
+	for try := 1; ; try++ {
+		_, err := tb.d.Draw(tb.ctx, []Diagram{{Kind: Mermaid, Source: "graph TD\n W --> U", Line: 1}})
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("warm-up Draw, try %d: %v", try, err)
+		}
+		t.Logf("warm-up Draw, try %d: %v", try, err)
 	}
 	waitIdle(t, tb.d)
 	before := tb.d.Stats()
@@ -241,8 +250,8 @@ func TestTimeoutKillsBrowser(t *testing.T) {
 	_, err := tb.d.Draw(tb.ctx, ds)
 	le := limitsError(t, err)
 	if le.Kind != limits.KindTooLarge || len(le.Problems) != 1 || le.Problems[0].Line != 3 ||
-		!strings.Contains(le.Problems[0].Message, "took longer than 2s") {
-		t.Fatalf("Draw = %v, want one 413 resource problem at line 3 (took longer than 2s)", err)
+		!strings.Contains(le.Problems[0].Message, "took longer than 5s") {
+		t.Fatalf("Draw = %v, want one 413 resource problem at line 3 (took longer than 5s)", err)
 	}
 	if alive := groupAlive(before.Pids); len(alive) > 0 {
 		t.Errorf("processes %v of the stopped browser are alive after Draw returned", alive)

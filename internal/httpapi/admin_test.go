@@ -220,6 +220,13 @@ func TestConsole(t *testing.T) {
 					}
 					for _, j := range list.Data {
 						detail := get(keyAlice, ConsolePath+"/api/jobs/"+strconv.FormatInt(j.ID, 10), nil)
+						if detail.status == http.StatusNotFound && j.Kind != "outprint_render" {
+							// A lease check or sweep that completed is
+							// deleted every few seconds (jobs'
+							// forgetInternal), so one listed may be gone
+							// by the time its detail is read.
+							continue
+						}
 						if detail.status != http.StatusOK {
 							t.Fatalf("console job %d = %d %s", j.ID, detail.status, detail.body)
 						}
