@@ -49,10 +49,8 @@ func TestCommonMarkExamples(t *testing.T) {
 		t.Fatalf("found %d examples, want 655", len(examples))
 	}
 	testenv.Require(t, "xelatex", "pdftotext")
-	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The shared warm pool: each batch is a fork, not a cold XeLaTeX.
+	runner := testEngine(t)
 	type converted struct {
 		n       int
 		body    string

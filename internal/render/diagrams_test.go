@@ -22,7 +22,6 @@ import (
 	"github.com/outprint/outprint/internal/images"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
-	"github.com/outprint/outprint/internal/tex"
 )
 
 // newDiagramPipeline is newPipeline with a Drawer of cfg, closed when the
@@ -49,11 +48,7 @@ func newDiagramPipeline(t *testing.T, cfg diagram.Config) (*Pipeline, *diagram.D
 // newPipelineWith is newPipeline drawing with d.
 func newPipelineWith(t *testing.T, d *diagram.Drawer) *Pipeline {
 	t.Helper()
-	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("tex.NewRunner: %v", err)
-	}
-	return New(Config{Engine: runner, TempDir: t.TempDir(), Diagrams: d})
+	return New(Config{Engine: testEngine(t), TempDir: t.TempDir(), Diagrams: d})
 }
 
 // sharedDrawer is the Drawer of newSharedDiagramPipeline: one warm

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -17,6 +18,14 @@ func testFormats(t testing.TB) *tex.Formats { t.Helper(); return sharedFormats.G
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if p := sharedPool.p; p != nil {
+		if err := p.Close(context.Background()); err != nil {
+			_, _ = os.Stderr.WriteString("shared pool: Close: " + err.Error() + "\n")
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
 	if d := sharedDrawer.d; d != nil {
 		if err := d.Close(); err != nil {
 			_, _ = os.Stderr.WriteString("shared drawer: Close: " + err.Error() + "\n")

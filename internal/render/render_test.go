@@ -20,7 +20,17 @@ import (
 // (go test runs in the package's folder).
 func moduleRoot() string { return filepath.Join("..", "..") }
 
+// newPipeline is a pipeline on the shared warm pool (testEngine), as the
+// service renders.
 func newPipeline(t *testing.T) *Pipeline {
+	t.Helper()
+	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext", "pdffonts", "qpdf")
+	return New(Config{Engine: testEngine(t), TempDir: t.TempDir()})
+}
+
+// newColdPipeline is a pipeline on a cold tex.Runner of its own, for the
+// tests that compare the pool with it.
+func newColdPipeline(t *testing.T) *Pipeline {
 	t.Helper()
 	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext", "pdffonts", "qpdf")
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
@@ -28,6 +38,34 @@ func newPipeline(t *testing.T) *Pipeline {
 		t.Fatalf("tex.NewRunner: %v", err)
 	}
 	return New(Config{Engine: runner, TempDir: t.TempDir()})
+}
+
+// sharedPool is the warm TeX pool of the tests that only need documents
+// typeset, the engine the service renders with. A render there is a fork
+// of the zygote of its preamble; a zygote starts once per preamble (paper
+// and scripts), which costs about what a cold XeLaTeX run does, so the
+// saving is in the renders that share one: this package used 254 CPU-s
+// under -race rendering cold and 229 on this pool, and half the wall time
+// alone. Min -1: no process is kept warm for a preamble that the next test
+// may never use. TestZygoteCorpusMatchesCold checks that the pool and a
+// cold run typeset the corpus alike. Made on first use, closed by
+// TestMain.
+var sharedPool struct {
+	once sync.Once
+	p    *tex.Pool
+	err  error
+}
+
+// testEngine returns sharedPool.
+func testEngine(t testing.TB) *tex.Pool {
+	t.Helper()
+	sharedPool.once.Do(func() {
+		sharedPool.p, sharedPool.err = tex.NewPool(tex.PoolConfig{Min: -1, Max: 2, Formats: testFormats(t)})
+	})
+	if sharedPool.err != nil {
+		t.Fatalf("tex.NewPool: %v", sharedPool.err)
+	}
+	return sharedPool.p
 }
 
 // renderFile renders a Markdown file with images from its own folder, as

@@ -35,7 +35,7 @@ func (f *forkCounter) Run(ctx context.Context, job tex.Job) (*tex.Result, error)
 func TestZygoteCorpusMatchesCold(t *testing.T) {
 	dir := corpusDir(t)
 	testenv.Require(t, "gcc")
-	cold := newPipeline(t)
+	cold := newColdPipeline(t)
 	signals := &tex.PoolSignals{}
 	signals.Init(t)
 	pool, err := tex.NewPool(tex.PoolConfig{Max: 2, Runner: tex.RunnerConfig{TempDir: t.TempDir()}, Signals: signals, Formats: testFormats(t)})
