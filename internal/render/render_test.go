@@ -44,9 +44,10 @@ func newColdPipeline(t *testing.T) *Pipeline {
 // typeset, the engine the service renders with. A render there is a fork
 // of the zygote of its preamble; a zygote starts once per preamble (paper
 // and scripts), which costs about what a cold XeLaTeX run does, so the
-// saving is in the renders that share one: this package used 254 CPU-s
-// under -race rendering cold and 229 on this pool, and half the wall time
-// alone. Min -1: no process is kept warm for a preamble that the next test
+// saving is in the renders that share one: under -race this package used
+// 263 CPU-s rendering cold (in a whole -race run), 254 on a pool with a
+// warm process per preamble and 229 on this one (each alone), and half
+// the wall time. Min -1: no process is kept warm for a preamble that the next test
 // may never use. TestZygoteCorpusMatchesCold checks that the pool and a
 // cold run typeset the corpus alike. Made on first use, closed by
 // TestMain.
