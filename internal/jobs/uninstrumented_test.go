@@ -79,8 +79,8 @@ func raceUninstrumented(t *testing.T, path string) []string {
 	return nil
 }
 
-// defined matches a symbol that `go tool nm` lists as defined text.
-var defined = regexp.MustCompile(`^\s*[0-9a-f]+\s+T\s+(.+)$`)
+// nmDefined matches a symbol that `go tool nm` lists as defined text.
+var nmDefined = regexp.MustCompile(`^\s*[0-9a-f]+\s+T\s+(.+)$`)
 
 // foreignInstantiations returns the generic instantiations of other
 // packages among the functions defined in pkg's object file (nm's
@@ -88,7 +88,7 @@ var defined = regexp.MustCompile(`^\s*[0-9a-f]+\s+T\s+(.+)$`)
 func foreignInstantiations(pkg string, nm []byte) []string {
 	var got []string
 	for _, line := range strings.Split(string(nm), "\n") {
-		m := defined.FindStringSubmatch(line)
+		m := nmDefined.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

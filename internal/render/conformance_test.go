@@ -50,7 +50,7 @@ func TestCommonMarkExamples(t *testing.T) {
 	}
 	testenv.Require(t, "xelatex", "pdftotext")
 	// The shared warm pool: each batch is a fork, not a cold XeLaTeX.
-	runner := testEngine(t)
+	engine := testEngine(t)
 	type converted struct {
 		n       int
 		body    string
@@ -83,7 +83,7 @@ func TestCommonMarkExamples(t *testing.T) {
 			fmt.Fprintf(&body, "\\clearpage\nOPEXAMPLE%dEND\\par\n%s\n", c.n, c.body)
 			scripts |= c.scripts
 		}
-		res, err := runner.Run(context.Background(), tex.Job{
+		res, err := engine.Run(context.Background(), tex.Job{
 			Preamble: markdown.Preamble(markdown.Profile{Paper: "a4", Scripts: scripts}),
 			Body:     body.String(),
 		})

@@ -24,20 +24,26 @@ func moduleRoot() string { return filepath.Join("..", "..") }
 // service renders.
 func newPipeline(t *testing.T) *Pipeline {
 	t.Helper()
-	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext", "pdffonts", "qpdf")
-	return New(Config{Engine: testEngine(t), TempDir: t.TempDir()})
+	return newPipelineOn(t, testEngine(t))
 }
 
 // newColdPipeline is a pipeline on a cold tex.Runner of its own, for the
 // tests that compare the pool with it.
 func newColdPipeline(t *testing.T) *Pipeline {
 	t.Helper()
-	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext", "pdffonts", "qpdf")
 	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("tex.NewRunner: %v", err)
 	}
-	return New(Config{Engine: runner, TempDir: t.TempDir()})
+	return newPipelineOn(t, runner)
+}
+
+// newPipelineOn is a pipeline typesetting with engine, once the tools
+// that the tests check its PDFs with are there.
+func newPipelineOn(t *testing.T, engine Engine) *Pipeline {
+	t.Helper()
+	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext", "pdffonts", "qpdf")
+	return New(Config{Engine: engine, TempDir: t.TempDir()})
 }
 
 // sharedPool is the warm TeX pool of the tests that only need documents
@@ -47,10 +53,10 @@ func newColdPipeline(t *testing.T) *Pipeline {
 // saving is in the renders that share one: under -race this package used
 // 263 CPU-s rendering cold (in a whole -race run), 254 on a pool with a
 // warm process per preamble and 229 on this one (each alone), and half
-// the wall time. Min -1: no process is kept warm for a preamble that the next test
-// may never use. TestZygoteCorpusMatchesCold checks that the pool and a
-// cold run typeset the corpus alike. Made on first use, closed by
-// TestMain.
+// the wall time. Min -1: no process is kept warm for a preamble that the
+// next test may never use. TestZygoteCorpusMatchesCold checks that the
+// pool and a cold run typeset the corpus alike. Made on first use, closed
+// by TestMain.
 var sharedPool struct {
 	once sync.Once
 	p    *tex.Pool
