@@ -42,31 +42,32 @@ run: build
 	@bash scripts/run.sh $(BIN)
 
 test: setup
-	go vet ./...
-	# staticcheck, pinned; staticcheck.conf says which checks.
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	# golangci-lint, pinned; .golangci.yml says which checks (errcheck,
-	# depguard, revive's exported rules) and why.
-	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
-	# -vet=off: go vet above ran every default analyzer on these
-	# packages; go test would run a subset of them again on each.
-	# -count=1: every test runs, none is answered from Go's test cache.
-	go test $(RACE) -vet=off -count=1 -timeout 18m $$(go list ./... | grep -v /internal/imagetest$$)
-	# Then, at the same time (scripts/together.sh; each one's output is
-	# printed whole when it ends), three suites that mostly wait:
+	# First, at the same time (scripts/together.sh; each one's output is
+	# printed whole when it ends), the linters and three suites that mostly
+	# wait, which leave the linters the CPU:
+	# - go vet; staticcheck, pinned (staticcheck.conf says which checks);
+	#   golangci-lint, pinned (.golangci.yml says which checks: errcheck,
+	#   depguard, revive's exported rules, and why).
 	# - The container image built and run, without -race (it drives
 	#   podman): serve, then compose.yaml's topology. A cold machine builds
 	#   the stand-ins and image layers once (cached outside the clone).
 	# - The full 10,000-job burst on SQLite and PostgreSQL (the -race run
-	#   above bursts 300 jobs): durable acceptance waits on fsync.
+	#   below bursts 300 jobs): durable acceptance waits on fsync.
 	# - goldmark's own tests on the patched copy (a module of its own,
 	#   which ./... leaves out), its performance tests included (about
 	#   1.3 s; each fails past 5 s, times the multiplier upstream provides
 	#   for loaded machines).
 	@bash scripts/together.sh \
+	  'go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...' \
 	  'go test -count=1 -timeout 60m ./internal/imagetest' \
-	  "go test -count=1 -run '^TestBurst\$$' -timeout 5m ./internal/jobs" \
+	  "go test -count=1 -run '^TestBurst\$$' -timeout 10m ./internal/jobs" \
 	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...'
+	# Then every package's tests under the race detector, alone: they
+	# start TeX, browsers and LibreOffice and use both cores. -vet=off: go
+	# vet above ran every default analyzer on these packages; go test would
+	# run a subset of them again on each. -count=1: every test runs, none is
+	# answered from Go's test cache.
+	go test $(RACE) -vet=off -count=1 -timeout 18m $$(go list ./... | grep -v /internal/imagetest$$)
 	# Last and alone, as they compare CPU time at two sizes: the
 	# pathological Markdown families (short: 48 KB) and the same for a
 	# form's values JSON (short: 256 KB).

@@ -5,8 +5,8 @@
 # if any did; 0 when all passed.
 #
 # `make test` runs its suites that use little CPU this way (the image
-# tests mostly wait on podman, the 10,000-job burst on fsync) instead of
-# one after another.
+# tests mostly wait on podman, the 10,000-job burst on fsync), beside the
+# linters, instead of one after another.
 set -uo pipefail
 if [ $# -eq 0 ]; then
   echo "usage: scripts/together.sh 'COMMAND' ['COMMAND' ...]" >&2

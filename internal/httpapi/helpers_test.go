@@ -35,7 +35,6 @@ import (
 	"github.com/outprint/outprint/internal/metrics"
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/testenv"
-	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/worker"
 )
 
@@ -76,11 +75,7 @@ type testEnv struct {
 func newEnv(t testing.TB, o envOptions) *testEnv {
 	t.Helper()
 	testenv.Require(t, "xelatex", "rsvg-convert")
-	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir(), Timeout: o.limits.Timeout})
-	if err != nil {
-		t.Fatalf("tex.NewRunner: %v", err)
-	}
-	pl := render.New(render.Config{Engine: runner, Limits: o.limits, TempDir: t.TempDir()})
+	pl := render.New(render.Config{Engine: testEngine(t), Limits: o.limits, TempDir: t.TempDir()})
 
 	ac := o.admission
 	if ac.Slots == 0 {
@@ -109,7 +104,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		r = o.wrap(pl)
 	}
 	logs := &testenv.Buffer{}
-	filler, err := forms.New(forms.Config{Timeout: o.limits.Timeout, MaxPages: o.limits.MaxPages, MaxPDFBytes: o.limits.MaxPDFBytes}, runner)
+	filler, err := forms.New(forms.Config{Timeout: o.limits.Timeout, MaxPages: o.limits.MaxPages, MaxPDFBytes: o.limits.MaxPDFBytes}, testEngine(t))
 	if err != nil {
 		t.Fatalf("forms.New: %v", err)
 	}

@@ -90,6 +90,10 @@ type jobsOptions struct {
 	maxStored int64
 	// previewSlots is worker.Config.PreviewSlots (0: the default).
 	previewSlots int
+	// coldTeX typesets on a cold tex.Runner of the job's own, working
+	// below texDir, instead of the shared pool: for the tests that look
+	// for TeX's processes there.
+	coldTeX bool
 	// office converts Office documents, synchronously and as jobs; nil:
 	// none. timeout is the render timeout, and a minute more each job
 	// attempt's (0: the defaults).
@@ -105,7 +109,7 @@ type jobsEnv struct {
 	svc    *jobs.Service
 	dataDB string // the database URL
 	store  string // the artifact store's root
-	texDir string // where TeX runs; its processes work below it
+	texDir string // the pipeline's scratch; with coldTeX, TeX's processes work below it too
 	fake   *outlinetest.Server
 	// clock is the job service's: tests move it past a TTL.
 	clock *testenv.Clock
@@ -123,11 +127,15 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	t.Helper()
 	testenv.Require(t, "xelatex", "rsvg-convert", "pdfinfo", "pdftotext")
 	e := &jobsEnv{t: t, texDir: t.TempDir(), store: t.TempDir(), clock: &testenv.Clock{}}
-	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: e.texDir})
-	if err != nil {
-		t.Fatalf("tex.NewRunner: %v", err)
+	var engine render.Engine = testEngine(t)
+	if o.coldTeX {
+		runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: e.texDir})
+		if err != nil {
+			t.Fatalf("tex.NewRunner: %v", err)
+		}
+		engine = runner
 	}
-	pl := render.New(render.Config{Engine: runner, Limits: limits.Render{MaxPages: o.maxPages, Timeout: o.timeout}, TempDir: e.texDir})
+	pl := render.New(render.Config{Engine: engine, Limits: limits.Render{MaxPages: o.maxPages, Timeout: o.timeout}, TempDir: e.texDir})
 	var r Renderer = pl
 	if o.hooks != nil {
 		o.hooks.next = pl
@@ -158,7 +166,7 @@ func newJobsEnv(t *testing.T, o jobsOptions) *jobsEnv {
 	if ttl == 0 {
 		ttl = time.Hour
 	}
-	filler, err := forms.New(forms.Config{}, runner)
+	filler, err := forms.New(forms.Config{}, engine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +684,7 @@ func TestJobCancelRunning(t *testing.T) {
 					typesetting.once.Do(func() { close(typesetting.reached) })
 				}
 			}}
-			e := newJobsEnv(t, jobsOptions{kind: kind, hooks: hooks})
+			e := newJobsEnv(t, jobsOptions{kind: kind, hooks: hooks, coldTeX: true})
 			v := e.do(jsonBody(keyAlice, map[string]any{"markdown": longDoc("Long", 150)}, nil)).view(t, http.StatusAccepted)
 			typesetting.await(t, "TeX typesetting page 2")
 			if procs := texProcesses(e.texDir); len(procs) == 0 {

@@ -30,7 +30,6 @@ import (
 	"github.com/outprint/outprint/internal/outline/outlinetest"
 	"github.com/outprint/outprint/internal/render"
 	"github.com/outprint/outprint/internal/testenv"
-	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/worker"
 )
 
@@ -66,7 +65,7 @@ type olOptions struct {
 	fetch func(*fetch.Config)
 	// outline are options of the Outline client.
 	outline []outline.Option
-	// engine, when set with tex, replaces the cold runner (a warm pool).
+	// engine, when set with tex, replaces the shared pool.
 	engine render.Engine
 	// diagrams, when set with tex, draws diagrams (render.Config.Diagrams).
 	diagrams render.Drawer
@@ -167,11 +166,7 @@ func newOlEnv(t testing.TB, o olOptions) *olEnv {
 	var engine render.Engine
 	if o.tex {
 		testenv.Require(t, "xelatex", "pdfinfo", "pdftotext", "pdfimages", "qpdf")
-		runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
-		if err != nil {
-			t.Fatalf("tex.NewRunner: %v", err)
-		}
-		engine = runner
+		engine = testEngine(t)
 		if o.engine != nil {
 			engine = o.engine
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/outprint/outprint/internal/cluster"
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/render"
-	"github.com/outprint/outprint/internal/tex"
 	"github.com/outprint/outprint/internal/worker"
 )
 
@@ -27,11 +26,7 @@ func startWorker(t *testing.T, secret string) string {
 // fields take the defaults).
 func startWorkerWith(t *testing.T, secret string, bounds limits.Render) string {
 	t.Helper()
-	runner, err := tex.NewRunner(tex.RunnerConfig{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("tex.NewRunner: %v", err)
-	}
-	pl := render.New(render.Config{Engine: runner, TempDir: t.TempDir(), Limits: bounds})
+	pl := render.New(render.Config{Engine: testEngine(t), TempDir: t.TempDir(), Limits: bounds})
 	wk, err := cluster.NewWorker(cluster.WorkerConfig{
 		Capacity: mustCapacity(t, worker.Config{Pipeline: pl, Admission: mustAdmission(t, admission.Config{Slots: 1, PerUser: 1, MaxWait: time.Minute})}),
 		Secret:   secret,

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -17,15 +16,7 @@ var sharedFormats textest.SharedFormats
 func testFormats(t testing.TB) *tex.Formats { t.Helper(); return sharedFormats.Get(t) }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if p := sharedPool.p; p != nil {
-		if err := p.Close(context.Background()); err != nil {
-			_, _ = os.Stderr.WriteString("shared pool: Close: " + err.Error() + "\n")
-			if code == 0 {
-				code = 1
-			}
-		}
-	}
+	code := sharedPool.Close(m.Run())
 	if d := sharedDrawer.d; d != nil {
 		if err := d.Close(); err != nil {
 			_, _ = os.Stderr.WriteString("shared drawer: Close: " + err.Error() + "\n")

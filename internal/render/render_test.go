@@ -14,6 +14,7 @@ import (
 	"github.com/outprint/outprint/internal/limits"
 	"github.com/outprint/outprint/internal/testenv"
 	"github.com/outprint/outprint/internal/tex"
+	"github.com/outprint/outprint/internal/tex/textest"
 )
 
 // moduleRoot is the repository root, two folders above this package
@@ -47,33 +48,16 @@ func newPipelineOn(t *testing.T, engine Engine) *Pipeline {
 }
 
 // sharedPool is the warm TeX pool of the tests that only need documents
-// typeset, the engine the service renders with. A render there is a fork
-// of the zygote of its preamble; a zygote starts once per preamble (paper
-// and scripts), which costs about what a cold XeLaTeX run does, so the
-// saving is in the renders that share one: under -race this package used
-// 263 CPU-s rendering cold (in a whole -race run), 254 on a pool with a
-// warm process per preamble and 229 on this one (each alone), and half
-// the wall time. Min -1: no process is kept warm for a preamble that the
-// next test may never use. TestZygoteCorpusMatchesCold checks that the
-// pool and a cold run typeset the corpus alike. Made on first use, closed
-// by TestMain.
-var sharedPool struct {
-	once sync.Once
-	p    *tex.Pool
-	err  error
-}
+// typeset (textest.SharedPool), the engine the service renders with.
+// Under -race this package used 263 CPU-s rendering cold (in a whole -race
+// run), 254 on a pool with a warm process per preamble and 229 on a shared
+// one (each alone), and half the wall time. TestZygoteCorpusMatchesCold
+// checks that the pool and a cold run typeset the corpus alike. Closed by
+// TestMain.
+var sharedPool textest.SharedPool
 
 // testEngine returns sharedPool.
-func testEngine(t testing.TB) *tex.Pool {
-	t.Helper()
-	sharedPool.once.Do(func() {
-		sharedPool.p, sharedPool.err = tex.NewPool(tex.PoolConfig{Min: -1, Max: 2, Formats: testFormats(t)})
-	})
-	if sharedPool.err != nil {
-		t.Fatalf("tex.NewPool: %v", sharedPool.err)
-	}
-	return sharedPool.p
-}
+func testEngine(t testing.TB) *tex.Pool { t.Helper(); return sharedPool.Get(t, testFormats(t)) }
 
 // renderFile renders a Markdown file with images from its own folder, as
 // `outprint render` does.
