@@ -24,6 +24,11 @@ BIN := bin/outprint
 # checks that of each package named here.
 RACE_UNINSTRUMENTED := modernc.org/sqlite/lib modernc.org/libc modernc.org/memory
 RACE := -race $(foreach p,$(RACE_UNINSTRUMENTED),-gcflags=$(p)=-race=false)
+# The linters, pinned: staticcheck.conf and .golangci.yml say which checks
+# (golangci-lint: errcheck, depguard for the test helpers, revive's
+# exported rules) and why.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 .PHONY: setup setup-serve build run test bench fuzz fuzz-pathological visual visual-approve lint race-flags
 
@@ -45,9 +50,7 @@ test: setup
 	# First, at the same time (scripts/together.sh; each one's output is
 	# printed whole when it ends), the linters and three suites that mostly
 	# wait, which leave the linters the CPU:
-	# - go vet; staticcheck, pinned (staticcheck.conf says which checks);
-	#   golangci-lint, pinned (.golangci.yml says which checks: errcheck,
-	#   depguard, revive's exported rules, and why).
+	# - go vet, staticcheck and golangci-lint (pinned above).
 	# - The container image built and run, without -race (it drives
 	#   podman): serve, then compose.yaml's topology. A cold machine builds
 	#   the stand-ins and image layers once (cached outside the clone).
@@ -58,7 +61,7 @@ test: setup
 	#   1.3 s; each fails past 5 s, times the multiplier upstream provides
 	#   for loaded machines).
 	@bash scripts/together.sh \
-	  'go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...' \
+	  'go vet ./... && go run $(STATICCHECK) ./... && go run $(GOLANGCI_LINT) run ./...' \
 	  'go test -count=1 -timeout 60m ./internal/imagetest' \
 	  "go test -count=1 -run '^TestBurst\$$' -timeout 10m ./internal/jobs" \
 	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...'
@@ -103,14 +106,11 @@ visual: setup
 visual-approve: setup
 	go test -count=1 -run '^TestVisual$$' -timeout 10m ./internal/render -args -approve
 
-# golangci-lint, pinned like staticcheck; .golangci.yml says which checks
-# (errcheck, depguard for the test helpers, revive's exported rules). Not
-# yet part of `make test`: the findings outside the packages cleaned so
-# far are still to be fixed.
 # The flags of `make test`'s -race run, for running one package as it does:
 #   go test $$(make -s race-flags) ./internal/jobs
 race-flags:
 	@echo $(RACE)
 
+# golangci-lint alone, as `make test` runs it.
 lint:
-	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+	go run $(GOLANGCI_LINT) run ./...

@@ -166,9 +166,9 @@ func newOlEnv(t testing.TB, o olOptions) *olEnv {
 	var engine render.Engine
 	if o.tex {
 		testenv.Require(t, "xelatex", "pdfinfo", "pdftotext", "pdfimages", "qpdf")
-		engine = testEngine(t)
-		if o.engine != nil {
-			engine = o.engine
+		engine = o.engine
+		if engine == nil {
+			engine = testEngine(t)
 		}
 	}
 	pipeline := render.New(render.Config{Engine: engine, TempDir: t.TempDir(), Diagrams: o.diagrams})

@@ -41,11 +41,19 @@ func (s *SharedFormats) Close(code int) int {
 	if s.f == nil {
 		return code
 	}
-	if err := s.f.Close(); err != nil {
-		fmt.Fprintf(os.Stderr, "shared formats: %v\n", err)
-		if code == 0 {
-			return 1
-		}
+	return exitCode(code, "shared formats", s.f.Close())
+}
+
+// exitCode is the test binary's exit code after closing a shared fixture
+// failed with err (nil: it did not): code, or 1 when code was 0. The
+// failure is written to stderr, where go test shows it.
+func exitCode(code int, what string, err error) int {
+	if err == nil {
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
+	if code == 0 {
+		return 1
 	}
 	return code
 }
@@ -86,11 +94,5 @@ func (s *SharedPool) Close(code int) int {
 	if s.p == nil {
 		return code
 	}
-	if err := s.p.Close(context.Background()); err != nil {
-		fmt.Fprintf(os.Stderr, "shared pool: %v\n", err)
-		if code == 0 {
-			return 1
-		}
-	}
-	return code
+	return exitCode(code, "shared pool", s.p.Close(context.Background()))
 }
