@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outprint/outprint/internal/jobs"
 	"github.com/outprint/outprint/internal/testenv"
@@ -33,7 +34,11 @@ func formJobBody(key string, pdf []byte, values string, header map[string]string
 
 func TestFormJob(t *testing.T) {
 	testenv.Require(t, "qpdf", "prlimit")
-	e := newJobsEnv(t, jobsOptions{kind: "sqlite"})
+	// A minute to read the form at acceptance, not the default 5 s: under
+	// make test's -race run qpdf once took longer, and the budget has
+	// tests of its own (TestCheckOutlivesBudget); this one is about form
+	// jobs.
+	e := newJobsEnv(t, jobsOptions{kind: "sqlite", checkBudget: time.Minute})
 	form := sharedFormFile(t, "acrobat-textfields.pdf")
 	values := `{"Text3": "Zürich", "Text4": "東京", "Text5": "12345678901"}`
 	idem := map[string]string{"Idempotency-Key": "onboarding-1"}
