@@ -50,6 +50,14 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("bash", "../../scripts/shim.sh", "../../internal/tex/zygote/shim.c", dir).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "scripts/shim.sh: %v (the pools compile their own shims)\n%s", err, out)
 	}
+	// One formats folder for every outprint process the tests start, as
+	// for the processes of one machine: the first to need a paper's
+	// format dumps it, the others take it (pool.formatsDir). Without it
+	// each process dumps into its own data folder, some 2.4 CPU-seconds
+	// each. A test that sets OUTPRINT_POOL_FORMATS_DIR itself overrides it.
+	if err := os.Setenv("OUTPRINT_POOL_FORMATS_DIR", filepath.Join(dir, "formats")); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	_ = os.RemoveAll(dir) // best effort: a temporary directory
 	os.Exit(sharedFormats.Close(code))

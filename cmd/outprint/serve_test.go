@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,3 +168,38 @@ auth:
     - {user: ann, tenant: acme, sha256: %s}
     - {user: bob, tenant: acme, sha256: %s}
 `
+
+// TestRestartTakesStoredFormat: `outprint serve` publishes the TeX format
+// its pool dumped to pool.formatsDir, and a restarted process takes that
+// format (a hard link of the stored file) instead of dumping it again,
+// which would publish a new file in its place.
+func TestRestartTakesStoredFormat(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, "xelatex")
+	store := filepath.Join(t.TempDir(), "formats")
+	stored := func(when string) (ino, links uint64) {
+		t.Helper()
+		fmts, _ := filepath.Glob(filepath.Join(store, "*.fmt"))
+		if len(fmts) != 1 {
+			t.Fatalf("%s: formats in %s = %v, want the A4 one", when, store, fmts)
+		}
+		fi, err := os.Stat(fmts[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return st.Ino, uint64(st.Nlink)
+	}
+	// Ready means the startup probe rendered, so the format is there.
+	p := startRole(t, "serve", "OUTPRINT_POOL_FORMATS_DIR="+store)
+	first, _ := stored("after the first start")
+	p.stop()
+	p.start()
+	again, links := stored("after the restart")
+	if again != first {
+		t.Errorf("the restarted process published a new format (inode %d, was %d): it dumped again", again, first)
+	}
+	if links < 2 {
+		t.Errorf("the stored format has %d link(s), want 2 or more: the restarted process did not take it", links)
+	}
+}

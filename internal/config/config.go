@@ -269,6 +269,11 @@ type Pool struct {
 	// bytes (default 0: derived by the tex package from the cgroup memory
 	// limit at startup, tex.DefaultPoolMemory; OUTPRINT_POOL_MEMORY).
 	Memory int64
+	// FormatsDir keeps the TeX formats the pool dumps (one per paper,
+	// some 33 MB each), shared by the processes that point at it and kept
+	// across restarts, so a restarted process does not dump them again
+	// (default <DataDir>/formats; OUTPRINT_POOL_FORMATS_DIR).
+	FormatsDir string
 }
 
 // Diagrams sets the drawing of ```mermaid, ```mermaidjs, ```dot and

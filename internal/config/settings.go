@@ -186,6 +186,14 @@ var settings = []*setting{
 			}
 			return formatBytes(c.Pool.Memory)
 		}),
+	withNote(str("pool.formatsDir", "OUTPRINT_POOL_FORMATS_DIR", "must be a folder path", parseDir,
+		func(c *Config) *string { return &c.Pool.FormatsDir }),
+		func(c *Config) string {
+			if c.Pool.FormatsDir == "" {
+				return "derived from dataDir"
+			}
+			return ""
+		}),
 	withNote(boolean("diagrams.enabled", "OUTPRINT_DIAGRAMS_ENABLED",
 		func(c *Config) *bool { return &c.Diagrams.Enabled }),
 		func(c *Config) string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -40,6 +41,12 @@ func listenAddr(cfg *config.Config) string { return or(cfg.Listen, DefaultListen
 func workerListenAddr(cfg *config.Config) string { return or(cfg.Worker.Listen, DefaultWorkerListen) }
 
 func dataDir(cfg *config.Config) string { return or(cfg.DataDir, DefaultDataDir) }
+
+// formatsDir is cfg.Pool.FormatsDir, or the formats folder in the data
+// folder.
+func formatsDir(cfg *config.Config) string {
+	return or(cfg.Pool.FormatsDir, filepath.Join(dataDir(cfg), "formats"))
+}
 
 // databaseURL is cfg.Database, or the SQLite file in the data folder.
 func databaseURL(cfg *config.Config) string {
@@ -108,7 +115,8 @@ func workerAdmission(cfg *config.Config) admission.Config {
 // poolConfig is the warm pool's sizing (its Runner and Preambles are the
 // engine's).
 func poolConfig(cfg *config.Config) tex.PoolConfig {
-	c := tex.PoolConfig{Min: cfg.Pool.Min, Max: cfg.Pool.Max, IdleTimeout: cfg.Pool.IdleTimeout, Memory: cfg.Pool.Memory}
+	c := tex.PoolConfig{Min: cfg.Pool.Min, Max: cfg.Pool.Max, IdleTimeout: cfg.Pool.IdleTimeout, Memory: cfg.Pool.Memory,
+		FormatStore: formatsDir(cfg)}
 	if c.Min == 0 && cfg.Set("pool.min") {
 		c.Min = -1 // none: package tex's way of saying zero
 	}

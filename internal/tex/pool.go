@@ -61,6 +61,13 @@ type PoolConfig struct {
 	// MaxFormatBytes are then Formats' bounds. Nil: the pool keeps
 	// formats of its own and removes them on Close.
 	Formats *Formats
+	// FormatStore, when set, is a folder the processes of one machine
+	// share, kept across their restarts: a format dumped by one is
+	// published there, and a pool that needs it takes it instead of
+	// dumping it again (formatstore.go). It is bounded by MaxFormats and
+	// MaxFormatBytes. Empty: formats live only as long as the pool (or
+	// Formats).
+	FormatStore string
 	// Memory is the budget, in bytes, of every TeX process the pool
 	// keeps: zygotes, warm processes, spares and busy ones count against
 	// it by their estimated memory (see processMemory). Spares, spare
@@ -104,6 +111,9 @@ type PoolStats struct {
 	// Retired counts warm processes the pool stopped because nobody
 	// used them for IdleTimeout.
 	Retired int
+	// Dumped counts formats this pool dumped; Stored counts formats it
+	// took from PoolConfig.FormatStore instead.
+	Dumped, Stored int
 	// Memory is the estimated memory of the pool's processes and
 	// zygotes now; MemoryBudget is PoolConfig.Memory.
 	Memory, MemoryBudget int64
@@ -144,6 +154,7 @@ type Pool struct {
 	sb      sandbox
 	fmtDir  string        // the shim and, without PoolConfig.Formats, the formats
 	formats *formatCache  // PoolConfig.Formats' or the pool's own
+	store   *formatStore  // PoolConfig.FormatStore, nil without
 	stop    chan struct{} // closed by Close: tending goroutines stop their processes
 	wg      sync.WaitGroup
 
@@ -325,6 +336,12 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	}
 	if p.signals == nil {
 		p.signals = &PoolSignals{}
+	}
+	if cfg.FormatStore != "" {
+		if p.store, err = openFormatStore(cfg.FormatStore, cfg.MaxFormats, cfg.MaxFormatBytes); err != nil {
+			_ = os.RemoveAll(fmtDir) // our own, empty, folder
+			return nil, err
+		}
 	}
 	if cfg.Formats != nil {
 		p.formats = cfg.Formats.c
@@ -1049,7 +1066,36 @@ func (p *Pool) format(prof *profile) (path string, release func()) {
 		return "", func() {}
 	}
 	key := formatKey(&p.sb, head)
-	return p.formats.acquire(key, p.stop, func(dir string) (string, error) { return p.buildFormat(dir, head) })
+	return p.formats.acquire(key, p.stop, func(dir string) (string, error) { return p.loadFormat(dir, key, head) })
+}
+
+// loadFormat puts the format of head, whose key is key, into the new
+// folder dir: from the format store when it has it, dumped otherwise (and
+// then published to the store).
+func (p *Pool) loadFormat(dir, key, head string) (string, error) {
+	name := ""
+	if p.store != nil {
+		name = p.store.name(context.Background(), &p.sb, key)
+	}
+	if name != "" {
+		if path, ok := p.store.take(name, dir); ok {
+			p.mu.Lock()
+			p.stats.Stored++
+			p.mu.Unlock()
+			return path, nil
+		}
+	}
+	path, err := p.buildFormat(dir, head)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	p.stats.Dumped++
+	p.mu.Unlock()
+	if name != "" {
+		p.store.publish(name, path)
+	}
+	return path, nil
 }
 
 // buildFormat dumps head (the package part of a preamble) into a format
