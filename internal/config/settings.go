@@ -186,7 +186,7 @@ var settings = []*setting{
 			}
 			return formatBytes(c.Pool.Memory)
 		}),
-	withNote(str("pool.formatsDir", "OUTPRINT_POOL_FORMATS_DIR", "must be a folder path", parseDir,
+	withNote(str("pool.formatsDir", "OUTPRINT_POOL_FORMATS_DIR", "must be a folder path", parseOptionalDir,
 		func(c *Config) *string { return &c.Pool.FormatsDir }),
 		func(c *Config) string {
 			if c.Pool.FormatsDir == "" {
@@ -503,6 +503,15 @@ func parseDir(v string) (string, string) {
 		return "", "must be a folder path"
 	}
 	return v, ""
+}
+
+// parseOptionalDir is parseDir where empty means the default, as
+// `config check` prints a derived folder.
+func parseOptionalDir(v string) (string, string) {
+	if strings.TrimSpace(v) == "" {
+		return "", ""
+	}
+	return parseDir(v)
 }
 
 func parseDatabase(v string) (string, string) {

@@ -438,6 +438,7 @@ func TestCancelQueued(t *testing.T) {
 			}
 
 			// A later job runs; the cancelled one never does.
+			h.svc.TestSignals.Init(t)
 			h.start(h.svc)
 			later, _, err := h.svc.Submit(ctx, Input{Tenant: "acme", User: "alice", Markdown: []byte("y\n")})
 			if err != nil {
@@ -459,6 +460,12 @@ func TestCancelQueued(t *testing.T) {
 			if j, err := h.svc.Cancel(ctx, "acme", later.ID); err != nil || j.State != StateSucceeded {
 				t.Errorf("Cancel(succeeded) = %+v, %v; want it still succeeded", j, err)
 			}
+			// The observer hears of the later job's end right after its
+			// state commits, so waitTerminal can see the state first.
+			h.svc.TestSignals.Settled.WaitFor(testenv.WaitTimeout, func(id string) bool {
+				f, _, _ := rec.snapshot()
+				return id == later.ID && f["succeeded/"] > 0
+			})
 			if f, _, _ := rec.snapshot(); f["cancelled/"] != 1 || f["succeeded/"] != 1 {
 				t.Errorf("observer finished = %v, want one cancelled and one succeeded", f)
 			}
