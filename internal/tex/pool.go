@@ -133,8 +133,10 @@ var ErrPoolClosed = errors.New("tex pool closed")
 //
 // With zygotes (the default, see zygote.go) a warm process is not warmed
 // by itself: it is forked, when its document is there, from the profile's
-// zygote, which did the warm-up once; until a zygote is ready, or when
-// none can run, processes warm up by themselves as described here.
+// zygote, which did the warm-up once. While the profile's zygote starts,
+// a process waits for it (waitZygote); when none can run (zygotes off, a
+// failed start, no memory for one), processes warm up by themselves as
+// described here.
 //
 // A document that needs a second run (table of contents, references) gets
 // a second process: the first run's .aux and .toc files are copied into its
@@ -932,7 +934,7 @@ func (p *Pool) warmUp(wp *warmProc) error {
 		return ErrPoolClosed
 	default:
 	}
-	if p.zygoteReady(prof) {
+	if p.waitZygote(prof) {
 		err := p.warmSlot(wp)
 		if !errors.Is(err, errZygoteGone) {
 			return err

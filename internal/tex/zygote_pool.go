@@ -142,11 +142,29 @@ func (p *Pool) ensureZygotesLocked(prof *profile) {
 	}
 }
 
-// zygoteReady reports whether prof has a zygote to fork from.
-func (p *Pool) zygoteReady(prof *profile) bool {
+// waitZygote waits while prof has no zygote ready but one is starting,
+// and reports whether one is ready. A process that warmed up by itself
+// meanwhile would cost a whole warm-up of CPU (0.5 to 0.9 s here) and be
+// stopped as soon as the zygote is ready, whose children replace it: at
+// every start of a pool, and at the first render of every profile, for a
+// process that is ready hardly sooner than the zygote's first child (both
+// are one warm-up, on the same cores). It returns at once when no zygote
+// is starting (zygotes off, failed lately, or no memory for one).
+func (p *Pool) waitZygote(prof *profile) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(prof.zygotes.ready) > 0
+	for len(prof.zygotes.ready) == 0 && prof.zygotes.starting > 0 && !p.closed {
+		changed := p.changed
+		p.mu.Unlock()
+		select {
+		case <-changed:
+		case <-p.stop:
+			return false
+		}
+		p.mu.Lock()
+	}
+	ready := len(prof.zygotes.ready) > 0
+	p.mu.Unlock()
+	return ready
 }
 
 // tendZygote starts a zygote for prof and watches it until it retires. It
@@ -209,7 +227,8 @@ func (p *Pool) tendZygote(prof *profile) {
 		return
 	}
 	prof.zygotes.ready = append(prof.zygotes.ready, z)
-	// Processes of their own that warmed while the zygote started hold
+	// Processes of their own that warmed while the zygote started (one
+	// whose start began before it, or after its last start failed) hold
 	// as much memory as it does; its children, which share its pages,
 	// replace them (discard replenishes).
 	for i := 0; i < len(prof.warm); {
