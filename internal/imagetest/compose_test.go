@@ -195,6 +195,13 @@ func TestCompose(t *testing.T) {
 	if out, err := r.compose(uctx, "up", "--detach", "--no-build", "--pull", "never"); err != nil {
 		t.Fatalf("compose up: %v\n%s", err, out)
 	}
+	// compose up waited for the database's health (depends_on:
+	// service_healthy), and nothing reads a health after it: the ticks
+	// stop here. Each cost a podman ps and a podman healthcheck run (the
+	// image tests started 104 podman processes with them to the end, 57
+	// without).
+	stop()
+	wg.Wait()
 	port, err := r.compose(uctx, "port", "gateway", "8080")
 	if err != nil {
 		t.Fatalf("compose port gateway 8080: %v\n%s", err, port)
