@@ -59,8 +59,13 @@ func openFormatStore(dir string, maxCount int, maxBytes int64) (*formatStore, er
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name()) // an empty probe file: removal is best effort
-	c := newFormatCache(dir, maxCount, maxBytes)
-	return &formatStore{dir: dir, maxCount: c.maxCount, maxBytes: c.maxBytes, ids: map[string]string{}}, nil
+	if maxCount <= 0 {
+		maxCount = DefaultMaxFormats
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxFormatBytes
+	}
+	return &formatStore{dir: dir, maxCount: maxCount, maxBytes: maxBytes, ids: map[string]string{}}, nil
 }
 
 // name returns the file name of the format of key for the TeX of sb, or
