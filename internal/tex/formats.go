@@ -85,13 +85,19 @@ type fmtEntry struct {
 }
 
 func newFormatCache(dir string, maxCount int, maxBytes int64) *formatCache {
+	maxCount, maxBytes = formatBounds(maxCount, maxBytes)
+	return &formatCache{dir: dir, maxCount: maxCount, maxBytes: maxBytes, entries: map[string]*fmtEntry{}}
+}
+
+// formatBounds fills in the default bounds of a formats cache or store.
+func formatBounds(maxCount int, maxBytes int64) (int, int64) {
 	if maxCount <= 0 {
 		maxCount = DefaultMaxFormats
 	}
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxFormatBytes
 	}
-	return &formatCache{dir: dir, maxCount: maxCount, maxBytes: maxBytes, entries: map[string]*fmtEntry{}}
+	return maxCount, maxBytes
 }
 
 // formatKey is the cache key of the format of head built in sandbox sb:

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,12 +58,7 @@ func openFormatStore(dir string, maxCount int, maxBytes int64) (*formatStore, er
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name()) // an empty probe file: removal is best effort
-	if maxCount <= 0 {
-		maxCount = DefaultMaxFormats
-	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxFormatBytes
-	}
+	maxCount, maxBytes = formatBounds(maxCount, maxBytes)
 	return &formatStore{dir: dir, maxCount: maxCount, maxBytes: maxBytes, ids: map[string]string{}}, nil
 }
 
@@ -208,18 +202,5 @@ func linkOrCopy(src, dst string) error {
 	if err == nil || !(errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP)) {
 		return err
 	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = in.Close() }() // only read
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
+	return copyFile(dst, src)
 }
