@@ -48,6 +48,8 @@ RACE_GOGC := 400
 #   exits, for goroutines still running to report; a test binary's tests
 #   are over by then.
 RACE_GORACE := clear_shadow_mmap_threshold=1073741824:atexit_sleep_ms=0
+# The environment of the -race run (make race-env prints it).
+RACE_ENV := GOGC=$(RACE_GOGC) GORACE=$(RACE_GORACE)
 # The -race run starts the packages that take longest first, so that the
 # last minutes are not one long package running alone while a core idles
 # (tex started last and ran alone for two minutes); the rest follow in go
@@ -62,7 +64,7 @@ RACE_FIRST := ./cmd/outprint ./internal/diagram ./internal/httpapi ./internal/jo
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: setup setup-serve build run test bench fuzz fuzz-pathological visual visual-approve lint race-flags
+.PHONY: setup setup-serve build run test bench fuzz fuzz-pathological visual visual-approve lint race-flags race-env
 
 setup:
 	@bash scripts/setup.sh test
@@ -102,7 +104,7 @@ test: setup
 	# vet above ran every default analyzer on these packages; go test would
 	# run a subset of them again on each. -count=1: every test runs, none is
 	# answered from Go's test cache.
-	GOGC=$(RACE_GOGC) GORACE=$(RACE_GORACE) go test $(RACE) $(TEST_LDFLAGS) -vet=off -count=1 -timeout 18m \
+	$(RACE_ENV) go test $(RACE) $(TEST_LDFLAGS) -vet=off -count=1 -timeout 18m \
 	  $$(go list $(RACE_FIRST) ./... | grep -v /internal/imagetest$$)
 	# Last and alone, as they compare CPU time at two sizes: the
 	# pathological Markdown families (short: 48 KB) and the same for a
@@ -139,10 +141,14 @@ visual: setup
 visual-approve: setup
 	go test -count=1 -run '^TestVisual$$' -timeout 10m ./internal/render -args -approve
 
-# The flags of `make test`'s -race run, for running one package as it does:
-#   go test $$(make -s race-flags) ./internal/jobs
+# The flags and environment of `make test`'s -race run, for running one
+# package as it does:
+#   env $$(make -s race-env) go test $$(make -s race-flags) ./internal/jobs
 race-flags:
 	@echo $(RACE) $(TEST_LDFLAGS)
+
+race-env:
+	@echo $(RACE_ENV)
 
 # golangci-lint alone, as `make test` runs it.
 lint:
