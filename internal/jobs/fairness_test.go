@@ -188,7 +188,7 @@ func TestWebhookGiveUpWithoutTurn(t *testing.T) {
 // due at once, does not hold back another tenant's delivery that comes due
 // after it (issue 24: 25 s behind 10,000 deliveries to a receiver that
 // never answers, each fetched and turned away once before it). The
-// healthy delivery must be made while most of the burst has not even been
+// healthy delivery must be made while much of the burst has not even been
 // fetched yet.
 func TestWebhookBurstGoesLast(t *testing.T) {
 	s := &deadHostSender{hold: 2 * time.Second}
@@ -239,9 +239,15 @@ func TestWebhookBurstGoesLast(t *testing.T) {
 	if err := h.db.pool().queryRow(ctx, `SELECT count(*) FROM river_job WHERE queue = $1 AND attempt = 0 AND json_extract(metadata, '$.snoozes') IS NULL`, queueWebhook).Scan(&unfetched); err != nil {
 		t.Fatal(err)
 	}
+	// Had it waited for the burst, none would be left: the healthy
+	// delivery is due after every one of them, so at one priority it
+	// comes last. How many are left depends on how fast the machine
+	// fetches beside the healthy job's render (a -race run of make test
+	// left 45 %), so the bound is a tenth: far from the none a wait
+	// leaves, and clear of how loaded a machine may be.
 	t.Logf("the healthy delivery was made with %d of the burst's %d deliveries not fetched yet", unfetched, n)
-	if unfetched < n/2 {
-		t.Errorf("the healthy delivery was made with %d of the burst's %d deliveries not fetched yet, want at least half: it waited for the burst", unfetched, n)
+	if unfetched < n/10 {
+		t.Errorf("the healthy delivery was made with %d of the burst's %d deliveries not fetched yet, want at least a tenth: it waited for the burst", unfetched, n)
 	}
 }
 
