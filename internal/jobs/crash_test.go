@@ -32,7 +32,15 @@ const (
 	childStoreEnv = "OUTPRINT_JOBS_CRASH_STORE"
 	failpointEnv  = "OUTPRINT_JOBS_CRASH_FAILPOINT"
 	childLeaseEnv = "OUTPRINT_JOBS_CRASH_LEASE"
+	// childWaitEnv gives the child a render budget that never grants a
+	// unit and kills the process once the waiting attempt has beaten
+	// (failpoint waitingForBudget).
+	childWaitEnv = "OUTPRINT_JOBS_CRASH_WAIT"
 )
+
+// waitingForBudget is the child's kill point of childWaitEnv: not one of
+// the service's failpoints, but its budget's.
+const waitingForBudget = "waiting-for-budget"
 
 const crashTenant, crashKey = "crash-tenant", "crash-key"
 
@@ -69,6 +77,10 @@ func crashChild() int {
 		cfg = leaseConfig()
 	}
 	cfg.Failpoint = killAt(os.Getenv(failpointEnv))
+	if os.Getenv(childWaitEnv) != "" {
+		cfg.Budget = &killWhileWaiting{db: db, kill: cfg.Failpoint}
+		cfg.BudgetWait = time.Minute
+	}
 	svc, err := New(db, st, r, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -89,6 +101,30 @@ func crashChild() int {
 	fmt.Fprintln(os.Stderr, "child: the failpoint was never reached")
 	return 3
 }
+
+// killWhileWaiting is the child's render budget of childWaitEnv: Acquire
+// never grants a unit; once a queued job's beat is written (the attempt
+// waits, holding its River job), it calls kill at waitingForBudget.
+type killWhileWaiting struct {
+	db   *DB
+	kill func(string)
+}
+
+func (b *killWhileWaiting) Acquire(ctx context.Context) error {
+	for {
+		var n int
+		if err := b.db.pool().queryRow(ctx, `SELECT COUNT(*) FROM outprint_jobs WHERE state = 'queued' AND heartbeat_at IS NOT NULL`).Scan(&n); err == nil && n > 0 {
+			b.kill(waitingForBudget)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (b *killWhileWaiting) Release() {}
 
 // killAt returns a Config.Failpoint hook that kills this process with
 // SIGKILL at point.

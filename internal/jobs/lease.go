@@ -10,7 +10,9 @@ import (
 )
 
 // Leases by beats. A running attempt writes its progress at least every
-// ProgressInterval, and that write (heartbeat_at) is its lease. The elected
+// ProgressInterval, and that write (heartbeat_at) is its lease; so does
+// an attempt that waits for a render budget unit before its claim, on
+// its still queued row. The elected
 // leader checks every LeaseCheck for running jobs whose beat is older than
 // LeaseTimeout — their worker died, froze or lost the database — and takes
 // them back: in one transaction the row returns to queued for a new River
@@ -107,21 +109,27 @@ func (s *Service) forgetInternal(ctx context.Context) error {
 // attempts left.
 func (s *Service) Reclaim(ctx context.Context) (int, error) {
 	cutoff := s.now().Add(-s.cfg.LeaseTimeout)
-	rs, err := s.db.pool().query(ctx, `SELECT j.id, j.river_job_id, j.attempts, r.attempt, r.max_attempts
+	// A queued row beats too while its River job runs: its worker waits
+	// for a render budget unit before the claim (worker.go). A queued row
+	// whose River job is not running has no beat (heartbeat_at is
+	// cleared whenever a row goes back to the queue), and is not
+	// selected.
+	rs, err := s.db.pool().query(ctx, `SELECT j.id, j.state, j.created_at, j.river_job_id, j.attempts, r.attempt, r.max_attempts
 		FROM outprint_jobs j JOIN river_job r ON r.id = j.river_job_id
-		WHERE j.state = 'running' AND j.heartbeat_at < $1 LIMIT $2`, cutoff, sweepBatch)
+		WHERE (j.state = 'running' OR (j.state = 'queued' AND r.state = 'running')) AND j.heartbeat_at < $1 LIMIT $2`, cutoff, sweepBatch)
 	if err != nil {
 		return 0, fmt.Errorf("lease check: %w", err)
 	}
 	type expired struct {
-		id                 string
+		id, state          string
+		created            time.Time
 		f                  fence
 		riverAttempt, maxA int
 	}
 	var todo []expired
 	for rs.Next() {
 		var e expired
-		if err := rs.Scan(&e.id, &e.f.riverID, &e.f.attempt, &e.riverAttempt, &e.maxA); err != nil {
+		if err := rs.Scan(&e.id, &e.state, &e.created, &e.f.riverID, &e.f.attempt, &e.riverAttempt, &e.maxA); err != nil {
 			rs.Close()
 			return 0, fmt.Errorf("lease check: %w", err)
 		}
@@ -133,7 +141,13 @@ func (s *Service) Reclaim(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, e := range todo {
-		ok, err := s.reclaim(ctx, e.id, e.f, e.maxA-e.riverAttempt, cutoff)
+		left := e.maxA - e.riverAttempt
+		if e.state == StateQueued {
+			// The attempt died waiting, before its claim: it never
+			// rendered, so it is given back.
+			left++
+		}
+		ok, err := s.reclaim(ctx, e.id, e.state, e.created, e.f, left, cutoff)
 		if err != nil {
 			return n, fmt.Errorf("take back job %s: %w", e.id, err)
 		}
@@ -147,8 +161,14 @@ func (s *Service) Reclaim(ctx context.Context) (int, error) {
 // errLeaseRenewed aborts a take-back whose attempt beat meanwhile.
 var errLeaseRenewed = errors.New("lease renewed")
 
-// reclaim takes one job back from attempt f, unless it beat since cutoff.
-func (s *Service) reclaim(ctx context.Context, id string, f fence, left int, cutoff time.Time) (bool, error) {
+// reclaim takes one job back from attempt f, unless it beat since cutoff
+// or its row left state (running, or queued for an attempt that waits).
+// The new River job keeps the job's place in line: it is scheduled at
+// the job's acceptance (River orders a queue by priority, then scheduled
+// time), so that it runs before the jobs accepted after it, as
+// QueuePosition says, instead of after all of them. River makes it
+// available at its scheduler's next pass, within seconds.
+func (s *Service) reclaim(ctx context.Context, id, state string, created time.Time, f fence, left int, cutoff time.Time) (bool, error) {
 	now := s.now()
 	exhausted := left <= 0
 	err := s.q.inTx(ctx, false, func(tx txOps) error {
@@ -157,19 +177,19 @@ func (s *Service) reclaim(ctx context.Context, id string, f fence, left int, cut
 		if exhausted {
 			n, err = tx.exec(ctx, `UPDATE outprint_jobs SET state = 'failed', phase = '', error_code = $2, error_message = $3,
 					last_error = $4, finished_at = $5, expires_at = $6
-				WHERE id = $1 AND state = 'running' AND river_job_id = $7 AND attempts = $8 AND heartbeat_at < $9`,
+				WHERE id = $1 AND state = $10 AND river_job_id = $7 AND attempts = $8 AND heartbeat_at < $9`,
 				id, CodeExhausted, fmt.Sprintf("the job's worker stopped on its last attempt (%d)", f.attempt),
-				errLeaseLost.Error(), now, now.Add(s.cfg.TTL), f.riverID, f.attempt, cutoff)
+				errLeaseLost.Error(), now, now.Add(s.cfg.TTL), f.riverID, f.attempt, cutoff, state)
 		} else {
 			ids, ierr := tx.insertMany(ctx, []river.InsertManyParams{{Args: renderArgs{JobID: id},
-				InsertOpts: &river.InsertOpts{Queue: queueRender, MaxAttempts: left}}})
+				InsertOpts: &river.InsertOpts{Queue: queueRender, MaxAttempts: left, ScheduledAt: created}}})
 			if ierr != nil {
 				return ierr
 			}
 			n, err = tx.exec(ctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', attempt_base = attempts,
-					river_job_id = $2, last_error = $3
-				WHERE id = $1 AND state = 'running' AND river_job_id = $4 AND attempts = $5 AND heartbeat_at < $6`,
-				id, ids[0], errLeaseLost.Error(), f.riverID, f.attempt, cutoff)
+					river_job_id = $2, last_error = $3, heartbeat_at = NULL
+				WHERE id = $1 AND state = $7 AND river_job_id = $4 AND attempts = $5 AND heartbeat_at < $6`,
+				id, ids[0], errLeaseLost.Error(), f.riverID, f.attempt, cutoff, state)
 		}
 		if err != nil {
 			return err

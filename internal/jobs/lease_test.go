@@ -3,7 +3,9 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,6 +118,171 @@ func leaseScenario(t *testing.T, kind string) {
 		t.Errorf("after the old attempt's late success and failure: state %s, pages %d; want running, unchanged", state, pages)
 	}
 }
+
+// TestLeaseTakeoverWhileWaiting kills a worker process with SIGKILL while
+// its attempt waits for a render budget unit, before the claim: River
+// holds the job as running, the row is still queued. The waiting attempt
+// beat on the queued row, the beat stops, and the leader of a second
+// process takes the job back after LeaseTimeout (River's rescue would
+// wait an hour here, as it did before waiting attempts beat). The job
+// succeeds on one attempt: the wait never rendered, so it is given back.
+func TestLeaseTakeoverWhileWaiting(t *testing.T) {
+	t.Parallel()
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			h := newHarness(t, kind, cannedPDFRenderer{}, leaseConfig())
+			childID, _ := runCrashChild(t, h.url, h.store.Root(), waitingForBudget, childLeaseEnv+"=1", childWaitEnv+"=1")
+			if childID == "" {
+				t.Fatal("the child printed no job id")
+			}
+			var state, riverState string
+			var oldRiverID int64
+			var beat *time.Time
+			if err := h.db.pool().queryRow(ctx, `SELECT j.state, j.river_job_id, j.heartbeat_at, r.state FROM outprint_jobs j
+				JOIN river_job r ON r.id = j.river_job_id WHERE j.id = $1`, childID).Scan(&state, &oldRiverID, &beat, &riverState); err != nil {
+				t.Fatal(err)
+			}
+			if state != StateQueued || riverState != "running" || beat == nil {
+				t.Fatalf("after the kill: row %s (beat %v), River job %s; want queued with a beat, running", state, beat, riverState)
+			}
+
+			h.start(h.svc)
+			final := h.waitTerminal(crashTenant, childID)
+			if final.State != StateSucceeded || final.Attempts != 1 {
+				t.Errorf("job = %s after %d attempts (%s: %s), want succeeded after 1", final.State, final.Attempts, final.ErrorCode, final.ErrorMessage)
+			}
+			var rid int64
+			if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, childID).Scan(&rid); err != nil {
+				t.Fatal(err)
+			}
+			if rid == oldRiverID {
+				t.Errorf("row still names River job %d, want the new River job of the take-back", rid)
+			}
+		})
+	}
+}
+
+// TestLeaseTakeoverKeepsPlace: a job taken back keeps its place in line.
+// Its new River job comes before those of the jobs accepted after it, in
+// River's order (priority, then scheduled time), as QueuePosition tells
+// the job's owner; it used to go to the back, behind every later job (a
+// job of the cluster's chaos test waited for the whole queue to drain).
+func TestLeaseTakeoverKeepsPlace(t *testing.T) {
+	t.Parallel()
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			h := newHarness(t, kind, cannedPDFRenderer{}, leaseConfig())
+			var ids []string
+			for i := range 4 {
+				job, _, err := h.svc.Submit(ctx, Input{Tenant: "t", User: "u", Markdown: []byte(fmt.Sprintf("# %d", i))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, job.ID)
+			}
+			// The first job's attempt died in the middle of its render:
+			// River holds it as running, its beat is an hour old.
+			var rid int64
+			if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, ids[0]).Scan(&rid); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.db.pool().exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = $2 WHERE id = $1`, rid, h.svc.now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.db.pool().exec(ctx, `UPDATE outprint_jobs SET state = 'running', attempts = 1, heartbeat_at = $2 WHERE id = $1`,
+				ids[0], h.svc.now().Add(-time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := h.svc.Reclaim(ctx); err != nil || n != 1 {
+				t.Fatalf("Reclaim() = %d, %v, want 1, nil", n, err)
+			}
+			rs, err := h.db.pool().query(ctx, `SELECT j.id FROM river_job r JOIN outprint_jobs j ON j.river_job_id = r.id
+				WHERE r.kind = $1 AND r.state IN ('available', 'scheduled') ORDER BY r.priority, r.scheduled_at, r.id`, renderArgs{}.Kind())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var order []string
+			for rs.Next() {
+				var id string
+				if err := rs.Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				order = append(order, id)
+			}
+			rs.Close()
+			if !slices.Equal(order, ids) {
+				t.Errorf("River's order of the queued jobs after the take-back = %q, want the order of acceptance %q", order, ids)
+			}
+			h.start(h.svc)
+			if final := h.waitTerminal("t", ids[0]); final.State != StateSucceeded || final.Attempts != 2 {
+				t.Errorf("taken-back job = %s after %d attempts, want succeeded after 2", final.State, final.Attempts)
+			}
+		})
+	}
+}
+
+// TestLeaseRenewedWhileWaiting: an attempt that waits for a render budget
+// unit longer than LeaseTimeout, beating all along, keeps the job: it is
+// not taken back, and renders once when the unit comes.
+func TestLeaseRenewedWhileWaiting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.LeaseTimeout = time.Second
+	cfg.LeaseCheck = 200 * time.Millisecond
+	cfg.Budget = &lateBudget{after: 4 * time.Second}
+	cfg.BudgetWait = 10 * time.Second
+	cfg.RescueAfter = time.Hour
+	r := &sleepRenderer{}
+	h := newHarness(t, "sqlite", r, cfg)
+	h.start(h.svc)
+	job, _, err := h.svc.Submit(ctx, Input{Tenant: "t", User: "u", Markdown: []byte("# waits")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first int64
+	if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, job.ID).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	final := h.waitTerminal("t", job.ID)
+	if final.State != StateSucceeded || final.Attempts != 1 {
+		t.Errorf("job = %s after %d attempts, want succeeded after 1", final.State, final.Attempts)
+	}
+	var last int64
+	if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, job.ID).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if last != first {
+		t.Errorf("River job %d at the end, %d at acceptance: the waiting attempt lost its lease", last, first)
+	}
+	if n := r.calls.Load(); n != 1 {
+		t.Errorf("renders = %d, want 1", n)
+	}
+}
+
+// lateBudget grants its first unit after a delay and every later one at
+// once.
+type lateBudget struct {
+	after time.Duration
+	once  sync.Once
+}
+
+func (b *lateBudget) Acquire(ctx context.Context) error {
+	var wait time.Duration
+	b.once.Do(func() { wait = b.after })
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *lateBudget) Release() {}
 
 // TestLeaseRenewed checks that a live attempt keeps its lease: a job that
 // renders for longer than LeaseTimeout, beating all along, is not taken

@@ -89,10 +89,21 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 	}()
 
 	if s.cfg.Budget != nil {
+		// The wait for a budget unit comes before the claim, and may be
+		// long. River holds the job as running meanwhile, so it beats
+		// too: a worker that dies waiting leaves a queued row whose beat
+		// stops, which the leader takes back as it takes back a running
+		// one (lease.go), instead of River's rescuer minutes later.
+		b.wait(rj.ID)
 		if err := s.acquireBudget(jctx); err != nil {
 			if errors.Is(err, errBudgetBusy) {
 				// Renders (synchronous ones too) keep the budget busy:
-				// not the job's fault, so no attempt is spent.
+				// not the job's fault, so no attempt is spent. The beat
+				// goes with the wait: the next fetch starts its own.
+				if _, werr := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET heartbeat_at = NULL
+					WHERE id = $1 AND state = 'queued' AND river_job_id = $2`, id, rj.ID); werr != nil {
+					log.Warn("jobs: clear the beat of a budget wait", "err", werr)
+				}
 				log.Info("jobs: render budget busy, requeued")
 				return river.JobSnooze(s.cfg.RetryBase)
 			}
@@ -117,12 +128,11 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 		return s.settle(ctx, jctx, rj, job, fmt.Errorf("claim: %w", err), 0)
 	}
 	me.fence = fence{riverID: rj.ID, attempt: n}
-	b.fence = me.fence
+	b.claim(me.fence, PhasePreparing)
 	s.TestSignals.Claimed.Signal(id)
 	if job.StartedAt == nil && s.cfg.Observer != nil {
 		s.cfg.Observer.Started(now.Sub(job.CreatedAt))
 	}
-	b.claim(PhasePreparing)
 
 	start := time.Now()
 	pages, err := s.produce(jctx, rj, job, b)
@@ -305,7 +315,7 @@ func (s *Service) settle(ctx, jctx context.Context, rj *river.Job[renderArgs], j
 
 	case s.stopping.Load() && ctx.Err() != nil:
 		// Drain: give the job back without spending an attempt.
-		if _, err := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0
+		if _, err := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0, heartbeat_at = NULL
 			WHERE id = $1 AND state = 'running' AND river_job_id = $2 AND attempts = $3`, id, f.riverID, f.attempt); err != nil {
 			log.Warn("jobs: release at shutdown", "err", err)
 		}
@@ -336,7 +346,7 @@ func (s *Service) failOrRetry(wctx context.Context, rj *river.Job[renderArgs], i
 		return err
 	}
 
-	if _, werr := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0, last_error = $2
+	if _, werr := s.db.pool().exec(wctx, `UPDATE outprint_jobs SET state = 'queued', phase = '', pages = 0, last_error = $2, heartbeat_at = NULL
 		WHERE id = $1 AND state = 'running' AND river_job_id = $3 AND attempts = $4`, id, truncate(err.Error(), 2000), f.riverID, f.attempt); werr != nil {
 		log.Warn("jobs: record transient failure", "err", werr)
 	}
@@ -393,14 +403,26 @@ func (s *Service) writeProgress(ctx context.Context, id string, f fence, phase s
 	return n > 0, err
 }
 
+// writeWaiting writes the beat of an attempt that waits for its claim
+// (beat.wait): on the queued row, fenced by the River job only, as the
+// attempt has no number yet. It reports whether the row was written.
+func (s *Service) writeWaiting(ctx context.Context, id string, f fence) (bool, error) {
+	n, err := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET heartbeat_at = $2
+		WHERE id = $1 AND state = 'queued' AND river_job_id = $3`, id, s.now(), f.riverID)
+	return n > 0, err
+}
+
 // beat is the progress of one attempt, written by the renderer's callback
 // and read by the watcher.
 type beat struct {
-	// fence is the attempt's, set once at the claim before the watcher
-	// reads it (claim and the first write are ordered by mu).
+	// fence is the attempt's, set at the claim (before it, wait sets
+	// the River job's alone); mu orders it with the watcher's reads.
 	fence   fence
 	mu      sync.Mutex
 	claimed bool
+	// waiting is set by wait, before the claim: the beat is written on
+	// the queued row, fenced by this River job (fence.riverID).
+	waiting bool
 	phase   string
 	pages   int
 	dirty   bool
@@ -409,10 +431,22 @@ type beat struct {
 	changed chan struct{}
 }
 
-func (b *beat) claim(phase string) {
+func (b *beat) claim(f fence, phase string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.claimed, b.phase = true, phase
+	b.fence, b.claimed, b.waiting, b.phase = f, true, false, phase
+}
+
+// wait starts the beat of an attempt of River job riverID that waits
+// before its claim, and has the watcher write it at once.
+func (b *beat) wait(riverID int64) {
+	b.mu.Lock()
+	b.waiting, b.fence = true, fence{riverID: riverID}
+	b.mu.Unlock()
+	select {
+	case b.changed <- struct{}{}:
+	default:
+	}
 }
 
 func (b *beat) progress(phase string, pages int) {
@@ -438,15 +472,19 @@ func (b *beat) snapshot() (string, int) {
 }
 
 // take returns the progress to write. The beat is written whether or not
-// it changed, since it is the lease; before the claim there is nothing.
-func (b *beat) take() (f fence, phase string, pages int, ok bool) {
+// it changed, since it is the lease; before the claim there is nothing,
+// unless the attempt waits (waiting: only the beat is written).
+func (b *beat) take() (f fence, phase string, pages int, waiting, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.waiting {
+		return b.fence, "", 0, true, true
+	}
 	if !b.claimed {
-		return fence{}, "", 0, false
+		return fence{}, "", 0, false, false
 	}
 	b.dirty = false
-	return b.fence, b.phase, b.pages, true
+	return b.fence, b.phase, b.pages, false, true
 }
 
 // watch runs beside one attempt until done closes. Every CancelPoll it
@@ -460,12 +498,18 @@ func (s *Service) watch(ctx context.Context, id string, cancel context.CancelCau
 	defer t.Stop()
 	var lastWrite time.Time
 	write := func() {
-		f, phase, pages, ok := b.take()
+		f, phase, pages, waiting, ok := b.take()
 		if !ok {
 			return
 		}
 		lastWrite = time.Now()
-		held, err := s.writeProgress(ctx, id, f, phase, pages)
+		var held bool
+		var err error
+		if waiting {
+			held, err = s.writeWaiting(ctx, id, f)
+		} else {
+			held, err = s.writeProgress(ctx, id, f, phase, pages)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Debug("jobs: progress", "err", err)
