@@ -53,9 +53,9 @@ RACE_ENV := GOGC=$(RACE_GOGC) GORACE=$(RACE_GORACE)
 # The -race run starts the packages that take longest first, so that the
 # last minutes are not one long package running alone while a core idles
 # (tex started last and ran alone for two minutes); the rest follow in go
-# list's order. Measured walls under -race: cmd/outprint 576 s, diagram
-# 356, httpapi 236, jobs 218, render 197, tex 194, service 169, office
-# 166, forms 87, markdown 73, store 72.
+# list's order. Measured walls under -race (a make test of 2026-12-05):
+# cmd/outprint 394 s, diagram 238, httpapi 237, jobs 199, tex 193, render
+# 178, service 169, office 112, store 71, markdown 51, forms 36.
 RACE_FIRST := ./cmd/outprint ./internal/diagram ./internal/httpapi ./internal/jobs ./internal/render \
   ./internal/tex ./internal/service ./internal/office ./internal/forms ./internal/markdown ./internal/store
 # The linters, pinned: staticcheck.conf and .golangci.yml say which checks
