@@ -37,6 +37,19 @@ func (w *renderWorker) Timeout(*river.Job[renderArgs]) time.Duration {
 	return w.s.cfg.attemptLimit()
 }
 
+// budgetBusy gives back a job whose attempt waited BudgetWait for a budget
+// unit in vain. Renders (synchronous ones too) keep the budget busy: not
+// the job's fault, so no attempt is spent. The beat goes with the wait:
+// the next fetch starts its own.
+func (s *Service) budgetBusy(ctx context.Context, id string, riverID int64, log *slog.Logger) error {
+	if _, err := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET heartbeat_at = NULL
+		WHERE id = $1 AND state = 'queued' AND river_job_id = $2`, id, riverID); err != nil {
+		log.Warn("jobs: clear the beat of a budget wait", "err", err)
+	}
+	log.Info("jobs: render budget busy, requeued")
+	return river.JobSnooze(s.cfg.RetryBase)
+}
+
 // errBudgetBusy is the cause of a budget wait that ran out of BudgetWait.
 var errBudgetBusy = errors.New("render budget busy")
 
@@ -97,15 +110,7 @@ func (s *Service) work(ctx context.Context, rj *river.Job[renderArgs]) error {
 		b.wait(rj.ID)
 		if err := s.acquireBudget(jctx); err != nil {
 			if errors.Is(err, errBudgetBusy) {
-				// Renders (synchronous ones too) keep the budget busy:
-				// not the job's fault, so no attempt is spent. The beat
-				// goes with the wait: the next fetch starts its own.
-				if _, werr := s.db.pool().exec(ctx, `UPDATE outprint_jobs SET heartbeat_at = NULL
-					WHERE id = $1 AND state = 'queued' AND river_job_id = $2`, id, rj.ID); werr != nil {
-					log.Warn("jobs: clear the beat of a budget wait", "err", werr)
-				}
-				log.Info("jobs: render budget busy, requeued")
-				return river.JobSnooze(s.cfg.RetryBase)
+				return s.budgetBusy(ctx, id, rj.ID, log)
 			}
 			return s.settle(ctx, jctx, rj, job, fmt.Errorf("render budget: %w", err), 0)
 		}
@@ -403,6 +408,15 @@ func (s *Service) writeProgress(ctx context.Context, id string, f fence, phase s
 	return n > 0, err
 }
 
+// writeBeat writes the beat beat.take returned: a waiting attempt's with
+// writeWaiting, a claimed one's with writeProgress.
+func (s *Service) writeBeat(ctx context.Context, id string, f fence, phase string, pages int, waiting bool) (bool, error) {
+	if waiting {
+		return s.writeWaiting(ctx, id, f)
+	}
+	return s.writeProgress(ctx, id, f, phase, pages)
+}
+
 // writeWaiting writes the beat of an attempt that waits for its claim
 // (beat.wait): on the queued row, fenced by the River job only, as the
 // attempt has no number yet. It reports whether the row was written.
@@ -503,13 +517,7 @@ func (s *Service) watch(ctx context.Context, id string, cancel context.CancelCau
 			return
 		}
 		lastWrite = time.Now()
-		var held bool
-		var err error
-		if waiting {
-			held, err = s.writeWaiting(ctx, id, f)
-		} else {
-			held, err = s.writeProgress(ctx, id, f, phase, pages)
-		}
+		held, err := s.writeBeat(ctx, id, f, phase, pages, waiting)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Debug("jobs: progress", "err", err)
