@@ -111,9 +111,9 @@ func (s *Service) Reclaim(ctx context.Context) (int, error) {
 	cutoff := s.now().Add(-s.cfg.LeaseTimeout)
 	// A queued row beats too while its River job runs: its worker waits
 	// for a render budget unit before the claim (worker.go). A queued row
-	// whose River job is not running has no beat (heartbeat_at is
-	// cleared whenever a row goes back to the queue), and is not
-	// selected.
+	// whose River job is not running is not selected, and the beat of an
+	// earlier fetch never stands for the next one: heartbeat_at is
+	// cleared whenever a row goes back to the queue.
 	rs, err := s.db.pool().query(ctx, `SELECT j.id, j.state, j.created_at, j.river_job_id, j.attempts, r.attempt, r.max_attempts
 		FROM outprint_jobs j JOIN river_job r ON r.id = j.river_job_id
 		WHERE (j.state = 'running' OR (j.state = 'queued' AND r.state = 'running')) AND j.heartbeat_at < $1 LIMIT $2`, cutoff, sweepBatch)

@@ -85,11 +85,7 @@ func leaseScenario(t *testing.T, kind string) {
 	if renders != 1 {
 		t.Errorf("renders after the take-back = %d, want 1", renders)
 	}
-	var rid int64
-	if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, childID).Scan(&rid); err != nil {
-		t.Fatal(err)
-	}
-	if rid == old.riverID {
+	if rid := h.riverJobID(childID); rid == old.riverID {
 		t.Errorf("row still names River job %d, want the new River job of the take-back", rid)
 	}
 
@@ -153,11 +149,7 @@ func TestLeaseTakeoverWhileWaiting(t *testing.T) {
 			if final.State != StateSucceeded || final.Attempts != 1 {
 				t.Errorf("job = %s after %d attempts (%s: %s), want succeeded after 1", final.State, final.Attempts, final.ErrorCode, final.ErrorMessage)
 			}
-			var rid int64
-			if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, childID).Scan(&rid); err != nil {
-				t.Fatal(err)
-			}
-			if rid == oldRiverID {
+			if rid := h.riverJobID(childID); rid == oldRiverID {
 				t.Errorf("row still names River job %d, want the new River job of the take-back", rid)
 			}
 		})
@@ -186,11 +178,8 @@ func TestLeaseTakeoverKeepsPlace(t *testing.T) {
 			}
 			// The first job's attempt died in the middle of its render:
 			// River holds it as running, its beat is an hour old.
-			var rid int64
-			if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, ids[0]).Scan(&rid); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := h.db.pool().exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = $2 WHERE id = $1`, rid, h.svc.now()); err != nil {
+			if _, err := h.db.pool().exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = $2 WHERE id = $1`,
+				h.riverJobID(ids[0]), h.svc.now()); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.db.pool().exec(ctx, `UPDATE outprint_jobs SET state = 'running', attempts = 1, heartbeat_at = $2 WHERE id = $1`,
@@ -244,19 +233,12 @@ func TestLeaseRenewedWhileWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first int64
-	if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, job.ID).Scan(&first); err != nil {
-		t.Fatal(err)
-	}
+	first := h.riverJobID(job.ID)
 	final := h.waitTerminal("t", job.ID)
 	if final.State != StateSucceeded || final.Attempts != 1 {
 		t.Errorf("job = %s after %d attempts, want succeeded after 1", final.State, final.Attempts)
 	}
-	var last int64
-	if err := h.db.pool().queryRow(ctx, `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, job.ID).Scan(&last); err != nil {
-		t.Fatal(err)
-	}
-	if last != first {
+	if last := h.riverJobID(job.ID); last != first {
 		t.Errorf("River job %d at the end, %d at acceptance: the waiting attempt lost its lease", last, first)
 	}
 	if n := r.calls.Load(); n != 1 {

@@ -164,6 +164,16 @@ func (h *harness) wait(tenant, id string, timeout time.Duration, cond func(Job) 
 	return j
 }
 
+// riverJobID returns the River job the job's row names now.
+func (h *harness) riverJobID(id string) int64 {
+	h.t.Helper()
+	var rid int64
+	if err := h.db.pool().queryRow(context.Background(), `SELECT river_job_id FROM outprint_jobs WHERE id = $1`, id).Scan(&rid); err != nil {
+		h.t.Fatalf("river_job_id of %s: %v", id, err)
+	}
+	return rid
+}
+
 func (h *harness) waitTerminal(tenant, id string) Job {
 	h.t.Helper()
 	return h.wait(tenant, id, 2*time.Minute, func(j Job) bool { return j.Terminal() })

@@ -431,31 +431,38 @@ func (s *Service) writeWaiting(ctx context.Context, id string, f fence) (bool, e
 type beat struct {
 	// fence is the attempt's, set at the claim (before it, wait sets
 	// the River job's alone); mu orders it with the watcher's reads.
-	fence   fence
-	mu      sync.Mutex
-	claimed bool
-	// waiting is set by wait, before the claim: the beat is written on
-	// the queued row, fenced by this River job (fence.riverID).
-	waiting bool
-	phase   string
-	pages   int
-	dirty   bool
+	fence fence
+	mu    sync.Mutex
+	stage beatStage
+	phase string
+	pages int
+	dirty bool
 	// changed is signalled (non-blocking, capacity 1) on a phase change,
 	// which the watcher writes at once.
 	changed chan struct{}
 }
 
+// beatStage is where an attempt is for its beat: not yet beating, waiting
+// for its claim (the beat goes on the queued row), or claimed.
+type beatStage int
+
+const (
+	beatNone beatStage = iota
+	beatWaiting
+	beatClaimed
+)
+
 func (b *beat) claim(f fence, phase string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.fence, b.claimed, b.waiting, b.phase = f, true, false, phase
+	b.fence, b.stage, b.phase = f, beatClaimed, phase
 }
 
 // wait starts the beat of an attempt of River job riverID that waits
 // before its claim, and has the watcher write it at once.
 func (b *beat) wait(riverID int64) {
 	b.mu.Lock()
-	b.waiting, b.fence = true, fence{riverID: riverID}
+	b.stage, b.fence = beatWaiting, fence{riverID: riverID}
 	b.mu.Unlock()
 	select {
 	case b.changed <- struct{}{}:
@@ -491,11 +498,11 @@ func (b *beat) snapshot() (string, int) {
 func (b *beat) take() (f fence, phase string, pages int, waiting, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.waiting {
-		return b.fence, "", 0, true, true
-	}
-	if !b.claimed {
+	switch b.stage {
+	case beatNone:
 		return fence{}, "", 0, false, false
+	case beatWaiting:
+		return b.fence, "", 0, true, true
 	}
 	b.dirty = false
 	return b.fence, b.phase, b.pages, false, true
