@@ -367,19 +367,19 @@ func (p *Pool) startGated(dir, program string, args []string, gate, shim string,
 	// net.Conn hold theirs; the errors of the Closes here and below (a
 	// socket, /dev/null, a connection on a failed start) report nothing
 	// about the zygote, so they are dropped.
-	defer func() { _ = theirs.Close() }()
 	c, err := net.FileConn(ours)
 	_ = ours.Close()
 	if err != nil {
+		_ = theirs.Close()
 		return nil, nil, fmt.Errorf("control socket: %w", err)
 	}
 	ctl := c.(*net.UnixConn)
 	placeholder, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
+		_ = theirs.Close()
 		_ = ctl.Close()
 		return nil, nil, err
 	}
-	defer func() { _ = placeholder.Close() }()
 	pr, err := p.sb.startProgram(dir, program, args, cpu, nil, spawn{
 		extra: []*os.File{placeholder, theirs},
 		env: append([]string{
@@ -388,6 +388,12 @@ func (p *Pool) startGated(dir, program string, args []string, gate, shim string,
 			"OUTPRINT_ZYGOTE_GATE=" + gate,
 		}, env...),
 	})
+	// The process holds its own copies now. Ours of its end must go
+	// before the wait below: while we hold it, a process that dies
+	// before its gate leaves the socket open, and the read sees no end
+	// of file until the warm-up timeout (a minute by default).
+	_ = theirs.Close()
+	_ = placeholder.Close()
 	if err != nil {
 		_ = ctl.Close()
 		return nil, nil, err

@@ -925,6 +925,39 @@ func TestZygoteNoCompiler(t *testing.T) {
 	}
 }
 
+// TestZygoteWrappedProgram: a program that is a shell script running
+// XeLaTeX (as Nix and some TeX installations wrap their binaries) never
+// reaches the zygote's gate, since the shim loads into the shell and
+// unsets itself before XeLaTeX starts. The pool sees the zygote's end as
+// it happens, not at the warm-up timeout (an hour here; the service's
+// first renders once waited a minute for it), and renders with warm
+// processes of their own.
+func TestZygoteWrappedProgram(t *testing.T) {
+	requireGCC(t)
+	real, err := exec.LookPath("xelatex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(t.TempDir(), "xelatex")
+	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\nexec %q \"$@\"\n", real)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPool(t, PoolConfig{Min: 1, Preambles: []string{testPreamble}, WarmupTimeout: time.Hour,
+		Runner: RunnerConfig{Program: wrapper}})
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)
+	defer cancel()
+	res, err := p.Run(ctx, Job{Preamble: testPreamble, Body: "wrapped"})
+	if err != nil {
+		t.Fatalf("Run = %v, want a PDF from a warm process of its own (stats %+v)", err, p.Stats())
+	}
+	if !strings.Contains(pdfText(t, res.PDF), "wrapped") {
+		t.Errorf("text = %q, want wrapped", pdfText(t, res.PDF))
+	}
+	if s := p.Stats(); s.ZygoteFailures == 0 || s.Forked != 0 {
+		t.Errorf("Stats = %+v, want a failed zygote and nothing forked", s)
+	}
+}
+
 // TestZygoteServerDeath: when the server dies, its zygotes, their children
 // and the children's xdvipdfmx die too. The server is this test binary
 // run again as a helper (TestZygoteHelperServer).
