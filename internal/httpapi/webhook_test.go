@@ -236,6 +236,7 @@ func (e *jobsEnv) checkDelivery(d delivery, v jobs.View) {
 func TestWebhookDelivery(t *testing.T) {
 	for _, kind := range dbKinds {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel() // each engine has its own database, service and receivers
 			dials := &dialLog{}
 			fc := fetch.New(fetch.Config{
 				AllowHosts: []string{"127.0.0.1"}, AnyHTTPS: true, TrustAllowHosts: true, Setting: "webhooks.allowHosts",

@@ -61,6 +61,7 @@ func (h *harness) waitWebhook(tenant, id string, cond func(*WebhookStatus) bool)
 func TestWebhookSchedule(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel() // each engine has its own database, service and receivers
 			s := &scriptedSender{answer: func(d WebhookDelivery) WebhookResult {
 				if d.Attempt == 1 {
 					return WebhookResult{Status: 503, RetryAfter: 400 * time.Millisecond}

@@ -266,8 +266,12 @@ func TestPathological(t *testing.T) {
 			ar := per * float64(a2) / float64(max(a1, 1<<16))
 			t.Logf("%d → %d bytes: %v → %v (×%.2f), %d → %d KB allocated (×%.2f)",
 				len(small), len(large), t1, t2, tr, a1>>10, a2>>10, ar)
-			if tr > maxGrowth {
-				// One more try: a neighbour's burst can land on one side.
+			// Two more tries, each of more rounds: a neighbour's burst can
+			// land on one side, and on this virtual machine the memory a
+			// large input touches first costs more some times than others
+			// (CI once measured a linear family ×3.67, then ×3.00). A
+			// quadratic family grows about four times on every try.
+			for try := 0; try < 2 && tr > maxGrowth; try++ {
 				t1, _ = cost(small, 5)
 				t2, _ = cost(large, 5)
 				tr = per * float64(t2) / float64(max(t1, time.Microsecond))
