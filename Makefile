@@ -62,7 +62,9 @@ RACE_FIRST := ./cmd/outprint ./internal/jobs ./internal/tex ./internal/httpapi .
   ./internal/diagram ./internal/store ./internal/office ./internal/service ./internal/markdown ./internal/forms
 # The linters, pinned: staticcheck.conf and .golangci.yml say which checks
 # (golangci-lint: errcheck, depguard for the test helpers, revive's
-# exported rules) and why.
+# exported rules) and why. scripts/tool.sh builds each once per machine,
+# outside the clone, and prints its path (`go run PACKAGE@VERSION` asks
+# the module proxy about the module on every run).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
@@ -97,7 +99,7 @@ test: setup
 	#   1.3 s; each fails past 5 s, times the multiplier upstream provides
 	#   for loaded machines).
 	@bash scripts/together.sh \
-	  'go vet ./... && go run $(STATICCHECK) ./... && go run $(GOLANGCI_LINT) run ./...' \
+	  'go vet ./... && "$$(bash scripts/tool.sh $(STATICCHECK))" ./... && "$$(bash scripts/tool.sh $(GOLANGCI_LINT))" run ./...' \
 	  'go test $(TEST_LDFLAGS) -count=1 -timeout 60m ./internal/imagetest' \
 	  "go test $(TEST_LDFLAGS) -count=1 -run '^TestBurst\$$' -timeout 10m ./internal/jobs" \
 	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...'
@@ -154,4 +156,4 @@ race-env:
 
 # golangci-lint alone, as `make test` runs it.
 lint:
-	go run $(GOLANGCI_LINT) run ./...
+	"$$(bash scripts/tool.sh $(GOLANGCI_LINT))" run ./...

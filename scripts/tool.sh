@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Prints the path of the binary of a pinned Go tool, PACKAGE@VERSION,
+# building it first if this machine has not yet: once per machine and
+# version, into ~/.cache/outprint/tools (OUTPRINT_TOOLS), outside any
+# clone, as scripts/seaweedfs.sh keeps SeaweedFS.
+#
+# `make test` runs its linters so rather than with `go run PACKAGE@VERSION`,
+# which asks the module proxy about the module's deprecation on every run,
+# even with the module cached: a proxy that took the connection and never
+# answered once held a CI rehearsal for minutes.
+set -euo pipefail
+if [ $# -ne 1 ] || [[ $1 != *@* ]]; then
+  echo "usage: scripts/tool.sh PACKAGE@VERSION" >&2
+  exit 2
+fi
+spec=$1
+pkg=${spec%@*}
+version=${spec##*@}
+cmd=$(basename "$pkg")
+dir=${OUTPRINT_TOOLS:-$HOME/.cache/outprint/tools}
+bin=$dir/$cmd-$version
+if [ ! -x "$bin" ]; then
+  mkdir -p "$dir"
+  tmp=$(mktemp -d "$dir/.build-XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  echo "tool: building $spec into $dir" >&2
+  GOBIN=$tmp go install "$spec" >&2
+  mv "$tmp/$cmd" "$bin"
+fi
+echo "$bin"
