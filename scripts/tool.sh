@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints the path of the binary of a pinned Go tool, PACKAGE@VERSION,
-# building it first if this machine has not yet: once per machine and
-# version, into ~/.cache/outprint/tools (OUTPRINT_TOOLS), outside any
-# clone, as scripts/seaweedfs.sh keeps SeaweedFS.
+# building it first if this machine has not yet: once per machine, tool
+# version and Go version, into ~/.cache/outprint/tools (OUTPRINT_TOOLS),
+# outside any clone, as scripts/seaweedfs.sh keeps SeaweedFS. The Go
+# version is in the name because a linter built by one Go cannot read the
+# packages of a newer one, as `go run` never let happen.
 #
 # `make test` runs its linters so rather than with `go run PACKAGE@VERSION`,
 # which asks the module proxy about the module's deprecation on every run,
@@ -18,7 +20,7 @@ pkg=${spec%@*}
 version=${spec##*@}
 cmd=$(basename "$pkg")
 dir=${OUTPRINT_TOOLS:-$HOME/.cache/outprint/tools}
-bin=$dir/$cmd-$version
+bin=$dir/$cmd-$version-$(go env GOVERSION)
 if [ ! -x "$bin" ]; then
   mkdir -p "$dir"
   tmp=$(mktemp -d "$dir/.build-XXXXXX")

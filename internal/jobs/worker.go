@@ -410,8 +410,8 @@ func (s *Service) writeProgress(ctx context.Context, id string, f fence, phase s
 
 // writeBeat writes the beat beat.take returned: a waiting attempt's with
 // writeWaiting, a claimed one's with writeProgress.
-func (s *Service) writeBeat(ctx context.Context, id string, f fence, phase string, pages int, waiting bool) (bool, error) {
-	if waiting {
+func (s *Service) writeBeat(ctx context.Context, id string, f fence, phase string, pages int, stage beatStage) (bool, error) {
+	if stage == beatWaiting {
 		return s.writeWaiting(ctx, id, f)
 	}
 	return s.writeProgress(ctx, id, f, phase, pages)
@@ -492,20 +492,17 @@ func (b *beat) snapshot() (string, int) {
 	return b.phase, b.pages
 }
 
-// take returns the progress to write. The beat is written whether or not
-// it changed, since it is the lease; before the claim there is nothing,
-// unless the attempt waits (waiting: only the beat is written).
-func (b *beat) take() (f fence, phase string, pages int, waiting, ok bool) {
+// take returns the progress to write and the stage it belongs to. The
+// beat is written whether or not it changed, since it is the lease; at
+// beatNone there is nothing to write, at beatWaiting only the beat.
+func (b *beat) take() (f fence, phase string, pages int, stage beatStage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch b.stage {
-	case beatNone:
-		return fence{}, "", 0, false, false
-	case beatWaiting:
-		return b.fence, "", 0, true, true
+	if b.stage != beatClaimed {
+		return b.fence, "", 0, b.stage
 	}
 	b.dirty = false
-	return b.fence, b.phase, b.pages, false, true
+	return b.fence, b.phase, b.pages, beatClaimed
 }
 
 // watch runs beside one attempt until done closes. Every CancelPoll it
@@ -519,12 +516,12 @@ func (s *Service) watch(ctx context.Context, id string, cancel context.CancelCau
 	defer t.Stop()
 	var lastWrite time.Time
 	write := func() {
-		f, phase, pages, waiting, ok := b.take()
-		if !ok {
+		f, phase, pages, stage := b.take()
+		if stage == beatNone {
 			return
 		}
 		lastWrite = time.Now()
-		held, err := s.writeBeat(ctx, id, f, phase, pages, waiting)
+		held, err := s.writeBeat(ctx, id, f, phase, pages, stage)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Debug("jobs: progress", "err", err)

@@ -366,20 +366,21 @@ func (p *Pool) startGated(dir, program string, args []string, gate, shim string,
 	// Our copies of the descriptors go once the process and the
 	// net.Conn hold theirs; the errors of the Closes here and below (a
 	// socket, /dev/null, a connection on a failed start) report nothing
-	// about the zygote, so they are dropped.
+	// about the zygote, so they are dropped. The deferred Closes are for
+	// a failure before the start; after it they find the files closed.
+	defer func() { _ = theirs.Close() }()
 	c, err := net.FileConn(ours)
 	_ = ours.Close()
 	if err != nil {
-		_ = theirs.Close()
 		return nil, nil, fmt.Errorf("control socket: %w", err)
 	}
 	ctl := c.(*net.UnixConn)
 	placeholder, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		_ = theirs.Close()
 		_ = ctl.Close()
 		return nil, nil, err
 	}
+	defer func() { _ = placeholder.Close() }()
 	pr, err := p.sb.startProgram(dir, program, args, cpu, nil, spawn{
 		extra: []*os.File{placeholder, theirs},
 		env: append([]string{
