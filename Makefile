@@ -85,31 +85,32 @@ run: build
 	@bash scripts/run.sh $(BIN)
 
 test: setup
-	# First, at the same time (scripts/together.sh; each one's output is
-	# printed whole when it ends), the linters and three suites that mostly
-	# wait, which leave the linters the CPU:
+	# First, all at the same time (scripts/together.sh; each one's output
+	# is printed whole when it ends):
 	# - go vet, staticcheck and golangci-lint (pinned above).
 	# - The container image built and run, without -race (it drives
 	#   podman): serve, then compose.yaml's topology. A cold machine builds
 	#   the stand-ins and image layers once (cached outside the clone).
 	# - The full 10,000-job burst on SQLite and PostgreSQL (the -race run
-	#   below bursts 300 jobs): durable acceptance waits on fsync.
+	#   bursts 300 jobs): durable acceptance waits on fsync.
 	# - goldmark's own tests on the patched copy (a module of its own,
 	#   which ./... leaves out), its performance tests included (about
 	#   1.3 s; each fails past 5 s, times the multiplier upstream provides
 	#   for loaded machines).
+	# - Every package's tests under the race detector. The suites above
+	#   mostly wait (on podman, on fsync) and the -race run leaves a core
+	#   idle a fifth of its time (its tests wait on leases, timeouts and
+	#   processes), so together they end minutes sooner than one after the
+	#   other: a CI rehearsal's first step took 2 minutes alone, beside a
+	#   -race run of 10. -vet=off: go vet ran every default analyzer on
+	#   these packages; go test would run a subset of them again on each.
+	#   -count=1: every test runs, none is answered from Go's test cache.
 	@bash scripts/together.sh \
 	  'go vet ./... && "$$(bash scripts/tool.sh $(STATICCHECK))" ./... && "$$(bash scripts/tool.sh $(GOLANGCI_LINT))" run ./...' \
 	  'go test $(TEST_LDFLAGS) -count=1 -timeout 60m ./internal/imagetest' \
 	  "go test $(TEST_LDFLAGS) -count=1 -run '^TestBurst\$$' -timeout 10m ./internal/jobs" \
-	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...'
-	# Then every package's tests under the race detector, alone: they
-	# start TeX, browsers and LibreOffice and use both cores. -vet=off: go
-	# vet above ran every default analyzer on these packages; go test would
-	# run a subset of them again on each. -count=1: every test runs, none is
-	# answered from Go's test cache.
-	$(RACE_ENV) go test $(RACE) $(TEST_LDFLAGS) -vet=off -count=1 -timeout 18m \
-	  $$(go list $(RACE_FIRST) ./... | grep -v /internal/imagetest$$)
+	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...' \
+	  '$(RACE_ENV) go test $(RACE) $(TEST_LDFLAGS) -vet=off -count=1 -timeout 20m $$(go list $(RACE_FIRST) ./... | grep -v /internal/imagetest$$)'
 	# Last and alone, as they compare CPU time at two sizes: the
 	# pathological Markdown families (short: 48 KB) and the same for a
 	# form's values JSON (short: 256 KB).
