@@ -109,7 +109,7 @@ test: setup
 	  'go vet ./... && "$$(bash scripts/tool.sh $(STATICCHECK))" ./... && "$$(bash scripts/tool.sh $(GOLANGCI_LINT))" run ./...' \
 	  'go test $(TEST_LDFLAGS) -count=1 -timeout 60m ./internal/imagetest' \
 	  "go test $(TEST_LDFLAGS) -count=1 -run '^TestBurst\$$' -timeout 10m ./internal/jobs" \
-	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test ./...' \
+	  'cd third_party/goldmark && GOLDMARK_TEST_TIMEOUT_MULTIPLIER=4 go test -count=1 ./...' \
 	  '$(RACE_ENV) go test $(RACE) $(TEST_LDFLAGS) -vet=off -count=1 -timeout 20m $$(go list $(RACE_FIRST) ./... | grep -v /internal/imagetest$$)'
 	# Last and alone, as they compare CPU time at two sizes: the
 	# pathological Markdown families (short: 48 KB) and the same for a
