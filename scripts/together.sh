@@ -4,9 +4,10 @@
 # command and how long it took. Exits 1, naming the commands that failed,
 # if any did; 0 when all passed.
 #
-# `make test` runs its suites that use little CPU this way (the image
-# tests mostly wait on podman, the 10,000-job burst on fsync), beside the
-# linters, instead of one after another.
+# `make test` runs its first step this way: the linters, the suites that
+# mostly wait (the image tests on podman, the 10,000-job burst on fsync)
+# and the -race run, which leaves a core idle while its tests wait on
+# leases, timeouts and processes, instead of one after another.
 set -uo pipefail
 if [ $# -eq 0 ]; then
   echo "usage: scripts/together.sh 'COMMAND' ['COMMAND' ...]" >&2
