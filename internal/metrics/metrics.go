@@ -482,11 +482,19 @@ func (m *Metrics) JobAccepted() {
 }
 
 // JobFinished counts one job that ended in state (succeeded, failed or
-// cancelled).
-func (m *Metrics) JobFinished(state string) {
-	if m != nil {
-		m.jobFinished.WithLabelValues(state).Inc()
+// cancelled); code is a failed job's failure code, empty for any other
+// end. The code is counted first, so a scrape that sees the job among the
+// finished ones sees its code too (a dashboard's ratio of the two, and
+// cmd/outprint's TestMetricsOfRealProcess, once caught the moment
+// between them).
+func (m *Metrics) JobFinished(state, code string) {
+	if m == nil {
+		return
 	}
+	if code != "" {
+		m.JobFailed(code)
+	}
+	m.jobFinished.WithLabelValues(state).Inc()
 }
 
 // ObserveRequest records the time to answer one HTTP request. route must

@@ -179,7 +179,7 @@ func TestRequestsAndJobCounts(t *testing.T) {
 	m.ObserveRequest(OtherRoute, 404, time.Millisecond)
 	m.JobAccepted()
 	m.JobAccepted()
-	m.JobFinished("succeeded")
+	m.JobFinished("succeeded", "")
 	got := gather(t, reg)
 	counts := map[string]uint64{}
 	for _, mt := range got["outprint_http_request_duration_seconds"].GetMetric() {
@@ -340,7 +340,7 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.SetWorkerSource(func() []WorkerStatus { return []WorkerStatus{{Worker: "http://10.0.0.1:8090", Ready: true}} })
 	m.ObserveRequest("/healthz", 200, time.Millisecond)
 	m.JobAccepted()
-	m.JobFinished("failed")
+	m.JobFinished("failed", "tex")
 	m.KnownOffice([]string{"docx"}, []string{"ok"})
 	m.ObserveConversion("docx", "ok", time.Second)
 	m.ObserveConversionQueue(time.Second)

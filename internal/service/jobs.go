@@ -109,13 +109,7 @@ type jobObserver struct{ m *metrics.Metrics }
 func (o jobObserver) Started(queueDelay time.Duration) { o.m.ObserveJobQueueDelay(queueDelay) }
 
 func (o jobObserver) Finished(state, code string, took time.Duration) {
-	// The code first: a scrape that sees the job among the finished ones
-	// sees its code too (a dashboard's ratio of the two, and
-	// TestMetricsOfRealProcess, once caught the moment between them).
-	if state == jobs.StateFailed {
-		o.m.JobFailed(code)
-	}
-	o.m.JobFinished(state)
+	o.m.JobFinished(state, code)
 	// A job's render held an admission slot like a synchronous one, so it
 	// is recorded in the same histogram; a job cancelled before it
 	// rendered has no duration to record.
