@@ -98,12 +98,13 @@ test: setup
 	#   1.3 s; each fails past 5 s, times the multiplier upstream provides
 	#   for loaded machines).
 	# - Every package's tests under the race detector. The suites above
-	#   mostly wait (on podman, on fsync) and the -race run leaves a core
-	#   idle a fifth of its time (its tests wait on leases, timeouts and
-	#   processes), so together they end minutes sooner than one after the
-	#   other: a CI rehearsal's first step took 2 minutes alone, beside a
-	#   -race run of 10. -vet=off: go vet ran every default analyzer on
-	#   these packages; go test would run a subset of them again on each.
+	#   mostly wait (on podman, on fsync) and, when the machine is fast,
+	#   the -race run leaves a core idle a fifth of its time (its tests
+	#   wait on leases, timeouts and processes): the first step's 2
+	#   minutes fit in that idle time. When the machine is slow both
+	#   cores are busy either way and this saves little. -vet=off: go
+	#   vet ran every default analyzer on these packages; go test would
+	#   run a subset of them again on each.
 	#   -count=1: every test runs, none is answered from Go's test cache.
 	@bash scripts/together.sh \
 	  'go vet ./... && "$$(bash scripts/tool.sh $(STATICCHECK))" ./... && "$$(bash scripts/tool.sh $(GOLANGCI_LINT))" run ./...' \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints the path of the binary of a pinned Go tool, PACKAGE@VERSION,
 # building it first if this machine has not yet: once per machine, tool
-# version and Go version, into ~/.cache/outprint/tools (OUTPRINT_TOOLS),
-# outside any clone, as scripts/seaweedfs.sh keeps SeaweedFS. The Go
+# version and Go version, into tools/ of the cache the other scripts use
+# (${OUTPRINT_CACHE:-~/.cache/outprint}), outside any clone, as
+# scripts/seaweedfs.sh keeps SeaweedFS. The Go
 # version is in the name because a linter built by one Go cannot read the
 # packages of a newer one, as `go run` never let happen.
 #
@@ -19,7 +20,7 @@ spec=$1
 pkg=${spec%@*}
 version=${spec##*@}
 cmd=$(basename "$pkg")
-dir=${OUTPRINT_TOOLS:-$HOME/.cache/outprint/tools}
+dir="${OUTPRINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/outprint}/tools"
 bin=$dir/$cmd-$version-$(go env GOVERSION)
 if [ ! -x "$bin" ]; then
   mkdir -p "$dir"
